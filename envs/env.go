@@ -1,0 +1,105 @@
+// Package envs defines the environment interface every agentrl task implements,
+// the registry that builds environments by name from YAML configs, and the
+// optional capabilities (experts, level loading) an environment may add.
+//
+// Environments are text in, text out: Reset renders the initial observation,
+// Step takes the action text the agent wrote and returns the next observation,
+// a reward, whether the episode is over and a small Info record. An
+// environment is reproducible from its seed alone: it owns its random stream
+// and never touches a global one.
+//
+// A malformed action never panics and never returns an error: it is an
+// invalid step (Info.ActionValid false, state unchanged, zero reward, not
+// counted against the step limit). Errors are reserved for misuse (Step
+// before Reset) and for genuine environment failures.
+package envs
+
+import (
+	"errors"
+	"math/rand/v2"
+)
+
+// Env is one episode-at-a-time text environment.
+//
+// Implementations need not be safe for concurrent use; the rollout engine
+// gives every sample its own Env.
+type Env interface {
+	// Reset starts a new episode determined entirely by seed and returns the
+	// initial observation.
+	Reset(seed uint64) (observation string, err error)
+	// Step applies one action written by the agent.
+	Step(action string) (StepResult, error)
+	// Render returns the current observation text.
+	Render() string
+	// Instruction is the task description shown to the agent once, before
+	// the first observation (the system prompt's environment part).
+	Instruction() string
+	// Actions lists the action vocabulary. Free-form environments (search
+	// queries, equations, programs) return nil and document the grammar in
+	// Instruction instead.
+	Actions() []string
+}
+
+// StepResult is what one Env.Step returns.
+type StepResult struct {
+	Observation string
+	Reward      float64
+	Done        bool
+	Info        Info
+}
+
+// Info describes the outcome of one step.
+type Info struct {
+	// Success reports whether the task is solved in the current state.
+	Success bool
+	// ActionValid is false when the action could not be parsed or is not
+	// available in the current state; such a step changes nothing.
+	ActionValid bool
+	// ActionEffective reports whether the action changed the state.
+	ActionEffective bool
+	// Metrics holds environment-specific numbers, averaged into training
+	// metrics under "env/<name>/<key>". May be nil.
+	Metrics map[string]float64
+}
+
+// Advice is an expert's recommendation for the current state.
+type Advice struct {
+	// Actions are the recommended next actions, best first, each a member of
+	// Env.Actions (or a well-formed free-form action).
+	Actions []string
+	// Rationale is a short explanation that names the concrete state (where
+	// things are, what the plan is). It must depend on the state so that a
+	// model trained to reproduce it learns to read its input.
+	Rationale string
+}
+
+// Expert is implemented by environments that can say what to do next.
+type Expert interface {
+	// Advise returns the best next actions and a rationale. At most
+	// maxActions actions are returned (all remaining ones if maxActions <= 0).
+	// rng picks among several phrasings of the rationale; a nil rng gives the
+	// first phrasing. Advise does not change the environment's state.
+	Advise(maxActions int, rng *rand.Rand) (Advice, error)
+}
+
+// LevelLoader is implemented by environments whose episodes can start from a
+// level written as text (a Sokoban board, a FrozenLake map).
+type LevelLoader interface {
+	// LoadLevel parses text and resets the environment to that level,
+	// returning the initial observation. Malformed text is an error that
+	// names the problem and leaves the environment as it was.
+	LoadLevel(text string) (observation string, err error)
+}
+
+// ErrNotReset is returned by Step and Advise when no episode has started.
+var ErrNotReset = errors.New("envs: Step called before Reset")
+
+// ErrEpisodeDone is returned by Step when the episode has already ended.
+var ErrEpisodeDone = errors.New("envs: Step called after the episode ended")
+
+// NewRand returns the random stream an environment uses for seed. Every
+// environment derives its randomness from this function (with a stream
+// label of its own) so that a seed means the same thing everywhere.
+func NewRand(seed uint64, stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, stream^0x9e3779b97f4a7c15))
+}
