@@ -1,0 +1,95 @@
+// Package yamlpath edits YAML documents by dotted key paths, which is how
+// `-set key=value` command-line overrides reach a config before it is
+// decoded strictly.
+package yamlpath
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Set assigns value (parsed as a YAML scalar, list or mapping) at the dotted
+// path in doc, creating intermediate mappings as needed. doc may be a
+// document node or a mapping node; an empty document becomes a mapping.
+func Set(doc *yaml.Node, path, value string) error {
+	if path == "" {
+		return fmt.Errorf("empty key in override %q", path+"="+value)
+	}
+	var parsed yaml.Node
+	if err := yaml.Unmarshal([]byte(value), &parsed); err != nil {
+		return fmt.Errorf("override %s: value %q is not valid YAML: %w", path, value, err)
+	}
+	newValue := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}
+	if len(parsed.Content) == 1 {
+		newValue = parsed.Content[0]
+	}
+	node := doc
+	if node.Kind == yaml.DocumentNode {
+		if len(node.Content) == 0 {
+			node.Content = []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}
+		}
+		node = node.Content[0]
+	} else if node.Kind == 0 {
+		*node = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	}
+	keys := strings.Split(path, ".")
+	for i, key := range keys {
+		if key == "" {
+			return fmt.Errorf("override %s: empty key segment", path)
+		}
+		if node.Kind == yaml.ScalarNode && node.Tag == "!!null" {
+			*node = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		}
+		if node.Kind != yaml.MappingNode {
+			return fmt.Errorf("override %s: %s is not a mapping", path, strings.Join(keys[:i], "."))
+		}
+		child := lookup(node, key)
+		last := i == len(keys)-1
+		if child == nil {
+			child = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+			if last {
+				child = newValue
+			}
+			node.Content = append(node.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}, child)
+		} else if last {
+			*child = *newValue
+		}
+		node = child
+	}
+	return nil
+}
+
+// Get returns the node at the dotted path, or nil when it is absent.
+func Get(doc *yaml.Node, path string) *yaml.Node {
+	node := doc
+	if node.Kind == yaml.DocumentNode && len(node.Content) == 1 {
+		node = node.Content[0]
+	}
+	for _, key := range strings.Split(path, ".") {
+		if node == nil || node.Kind != yaml.MappingNode {
+			return nil
+		}
+		node = lookup(node, key)
+	}
+	return node
+}
+
+func lookup(mapping *yaml.Node, key string) *yaml.Node {
+	for j := 0; j+1 < len(mapping.Content); j += 2 {
+		if mapping.Content[j].Value == key {
+			return mapping.Content[j+1]
+		}
+	}
+	return nil
+}
+
+// ParseOverride splits "key=value".
+func ParseOverride(s string) (key, value string, err error) {
+	key, value, ok := strings.Cut(s, "=")
+	if !ok || strings.TrimSpace(key) == "" {
+		return "", "", fmt.Errorf("override %q: want key=value", s)
+	}
+	return strings.TrimSpace(key), value, nil
+}

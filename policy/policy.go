@@ -1,0 +1,119 @@
+// Package policy defines the Policy interface through which the rollout
+// engine and the trainer talk to a language model, whether it runs in this
+// process (policy/native) or behind an OpenAI-compatible HTTP server.
+//
+// Token in, token out: a Policy samples token ids from token-id prompts and
+// reports the log-probability of every token it sampled. Callers keep those
+// ids; text is decoded only for environments and people to read, and is
+// never re-tokenized for training.
+//
+// Log-probability convention, used by every implementation: the log-prob of
+// a token is log softmax of the model's raw logits at temperature 1, before
+// any top-k/top-p truncation, i.e. the policy's own probability of the
+// token. Score returns the same quantity, so Score on sampled tokens
+// reproduces the log-probs Sample reported. When sampling at a temperature
+// other than 1 or with truncation, the behaviour distribution differs from
+// the policy and importance ratios should account for it.
+package policy
+
+import "context"
+
+// Roles of chat messages.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Sampling holds the parameters of one generation.
+type Sampling struct {
+	// Temperature divides the logits; 1 samples from the policy itself.
+	// 0 means greedy decoding.
+	Temperature float64 `yaml:"temperature" json:"temperature"`
+	// TopP keeps the smallest set of tokens whose probability reaches TopP;
+	// 1 (or 0) disables it.
+	TopP float64 `yaml:"top_p" json:"top_p"`
+	// TopK keeps the K most likely tokens; 0 disables it.
+	TopK int `yaml:"top_k" json:"top_k"`
+	// MaxTokens caps the number of generated tokens.
+	MaxTokens int `yaml:"max_tokens" json:"max_tokens"`
+	// StopTokens end generation when sampled; the stop token is included
+	// in the output.
+	StopTokens []int `yaml:"-" json:"stop_tokens,omitempty"`
+	// Seed makes the sample reproducible, independently of which other
+	// requests share its batch.
+	Seed uint64 `yaml:"-" json:"seed"`
+}
+
+// Request asks for one sampled continuation of Prompt.
+type Request struct {
+	Prompt   []int
+	Sampling Sampling
+}
+
+// Finish reasons.
+const (
+	FinishStop   = "stop"   // a stop token was sampled
+	FinishLength = "length" // MaxTokens or the context limit was reached
+)
+
+// Sample is one generated continuation.
+type Sample struct {
+	// Tokens are the sampled token ids, including a final stop token.
+	Tokens []int
+	// LogProbs[i] is the log-probability of Tokens[i] (see the package doc).
+	LogProbs []float64
+	// Finish is FinishStop or FinishLength.
+	Finish string
+	// Err, when not nil, says this request failed (a server error, a
+	// malformed reply) while the others in the call succeeded; Tokens is
+	// then empty.
+	Err error
+}
+
+// ScoreRequest asks for the log-probabilities of Continuation given Prompt.
+type ScoreRequest struct {
+	Prompt       []int
+	Continuation []int
+}
+
+// Info describes a policy.
+type Info struct {
+	// Name identifies the model (and its version, for a served policy).
+	Name string
+	// MaxContext is the longest sequence, prompt plus continuation, in tokens.
+	MaxContext int
+	// StopTokens end an assistant message (for example <|end|> or <|im_end|>).
+	StopTokens []int
+}
+
+// Policy is a language model the rollout engine can sample from and score
+// with. Implementations are safe for concurrent use and batch concurrent
+// calls where they can.
+type Policy interface {
+	// Info describes the model.
+	Info() Info
+	// RenderChat renders messages with the model's own chat template.
+	// With addGenerationPrompt the result ends where the assistant's reply
+	// begins.
+	RenderChat(ctx context.Context, messages []Message, addGenerationPrompt bool) ([]int, error)
+	// Encode tokenizes text without adding special tokens of the chat
+	// template; literal special-token text such as "<think>" maps to its
+	// special token where the tokenizer has one.
+	Encode(ctx context.Context, text string) ([]int, error)
+	// Decode turns token ids back into text, special tokens included.
+	Decode(ctx context.Context, ids []int) (string, error)
+	// Sample generates one continuation per request, in request order. A
+	// request that fails alone is reported in its Sample's Err; the error
+	// result is for failures of the whole call.
+	Sample(ctx context.Context, reqs []Request) ([]Sample, error)
+	// Score returns, per request, the log-probability of each continuation
+	// token given the prompt and the continuation tokens before it.
+	Score(ctx context.Context, reqs []ScoreRequest) ([][]float64, error)
+}

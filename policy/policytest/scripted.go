@@ -1,0 +1,140 @@
+// Package policytest provides a scripted Policy for tests: it replies with
+// text chosen by a Go function of the prompt, through the real agentrl chat
+// template and a byte-level tokenizer, and reports deterministic
+// log-probabilities that Score reproduces exactly.
+package policytest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+
+	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/policy/tokenizer"
+)
+
+// Scripted is a policy.Policy whose replies come from Reply.
+type Scripted struct {
+	// Reply returns the text of the assistant's reply to a prompt (the
+	// decoded prompt text, which ends with the generation prompt). The
+	// reply is tokenized and ended with <|end|>.
+	Reply func(prompt string, seed uint64) string
+	// MaxContext is reported by Info (default 4096).
+	MaxContext int
+	// Fail, when set, makes Sample fail the requests for which it returns
+	// an error, as a misbehaving server would.
+	Fail func(prompt string, seed uint64) error
+
+	tok  *tokenizer.Tokenizer
+	once sync.Once
+	mu   sync.Mutex
+	// SampleCalls counts Sample calls; SampledRequests counts requests.
+	SampleCalls, SampledRequests int
+}
+
+func (s *Scripted) tokenizer() *tokenizer.Tokenizer {
+	s.once.Do(func() { s.tok = tokenizer.New() })
+	return s.tok
+}
+
+// Info implements policy.Policy.
+func (s *Scripted) Info() policy.Info {
+	n := s.MaxContext
+	if n == 0 {
+		n = 4096
+	}
+	return policy.Info{Name: "scripted", MaxContext: n, StopTokens: []int{tokenizer.EndID}}
+}
+
+// RenderChat implements policy.Policy with the agentrl chat template.
+func (s *Scripted) RenderChat(_ context.Context, msgs []policy.Message, gen bool) ([]int, error) {
+	tm := make([]tokenizer.Message, len(msgs))
+	for i, m := range msgs {
+		tm[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+	}
+	return s.tokenizer().Render(tm, gen)
+}
+
+// Encode implements policy.Policy.
+func (s *Scripted) Encode(_ context.Context, text string) ([]int, error) {
+	return s.tokenizer().Encode(text), nil
+}
+
+// Decode implements policy.Policy.
+func (s *Scripted) Decode(_ context.Context, ids []int) (string, error) {
+	return s.tokenizer().Decode(ids)
+}
+
+// Sample implements policy.Policy.
+func (s *Scripted) Sample(ctx context.Context, reqs []policy.Request) ([]policy.Sample, error) {
+	if s.Reply == nil {
+		return nil, errors.New("policytest: Scripted.Reply is nil")
+	}
+	s.mu.Lock()
+	s.SampleCalls++
+	s.SampledRequests += len(reqs)
+	s.mu.Unlock()
+	out := make([]policy.Sample, len(reqs))
+	for i, r := range reqs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		prompt, err := s.tokenizer().Decode(r.Prompt)
+		if err != nil {
+			return nil, err
+		}
+		if s.Fail != nil {
+			if err := s.Fail(prompt, r.Sampling.Seed); err != nil {
+				out[i].Err = err
+				continue
+			}
+		}
+		ids := append(s.tokenizer().Encode(s.Reply(prompt, r.Sampling.Seed)), tokenizer.EndID)
+		out[i].Finish = policy.FinishStop
+		if r.Sampling.MaxTokens > 0 && len(ids) > r.Sampling.MaxTokens {
+			ids, out[i].Finish = ids[:r.Sampling.MaxTokens], policy.FinishLength
+		}
+		if room := s.Info().MaxContext - len(r.Prompt); len(ids) > room {
+			if room < 0 {
+				room = 0
+			}
+			ids, out[i].Finish = ids[:room], policy.FinishLength
+		}
+		out[i].Tokens = ids
+		out[i].LogProbs = LogProbs(r.Prompt, ids)
+	}
+	return out, nil
+}
+
+// Score implements policy.Policy with the same log-probabilities Sample
+// reports.
+func (s *Scripted) Score(ctx context.Context, reqs []policy.ScoreRequest) ([][]float64, error) {
+	out := make([][]float64, len(reqs))
+	for i, r := range reqs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if len(r.Prompt) == 0 {
+			return nil, fmt.Errorf("policytest: request %d has an empty prompt", i)
+		}
+		out[i] = LogProbs(r.Prompt, r.Continuation)
+	}
+	return out, nil
+}
+
+// LogProbs is the scripted policy's log-probability of each continuation
+// token: a deterministic function of that token and the one before it, in
+// (-2, -0.01].
+func LogProbs(prompt, continuation []int) []float64 {
+	lp := make([]float64, len(continuation))
+	prev := prompt[len(prompt)-1]
+	for i, id := range continuation {
+		h := fnv.New32a()
+		fmt.Fprint(h, prev, ":", id)
+		lp[i] = -0.01 - float64(h.Sum32()%199)/100
+		prev = id
+	}
+	return lp
+}

@@ -1,0 +1,81 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/agentrl/agentrl/policy"
+)
+
+// Config controls how episodes are played. The defaults are RAGEN's.
+type Config struct {
+	// MaxTurns is the number of model replies per episode (RAGEN: 5).
+	MaxTurns int `yaml:"max_turns"`
+	// MaxActionsPerTurn caps the actions taken from one reply (RAGEN: 2).
+	MaxActionsPerTurn int `yaml:"max_actions_per_turn"`
+	// MaxActionsPerEpisode caps the environment steps per episode (RAGEN's
+	// max_actions_per_traj: 10).
+	MaxActionsPerEpisode int `yaml:"max_actions_per_episode"`
+	// ActionSeparator splits the actions of one answer (RAGEN: "||").
+	ActionSeparator string `yaml:"action_separator"`
+	// FormatPenalty is added to the episode score for every turn whose
+	// reply was malformed or held an action that was not valid (RAGEN: -0.1).
+	FormatPenalty float64 `yaml:"format_penalty"`
+	// Think asks for <think>…</think> before <answer>…</answer>.
+	Think bool `yaml:"think"`
+	// Sampling holds the generation parameters; MaxTokens is per turn.
+	Sampling policy.Sampling `yaml:"sampling"`
+	// Concurrency bounds how many environment steps run at once.
+	Concurrency int `yaml:"concurrency"`
+	// SampleTimeout bounds one policy call (all the replies of one turn).
+	SampleTimeout time.Duration `yaml:"sample_timeout"`
+	// StepTimeout bounds one environment Reset or Step.
+	StepTimeout time.Duration `yaml:"step_timeout"`
+	// SystemPrefix starts the system message (RAGEN: "You're a helpful assistant. ").
+	SystemPrefix string `yaml:"system_prefix"`
+}
+
+// DefaultConfig returns RAGEN's rollout settings, with a per-turn token
+// budget suited to the embedded policy.
+func DefaultConfig() Config {
+	return Config{
+		MaxTurns:             5,
+		MaxActionsPerTurn:    2,
+		MaxActionsPerEpisode: 10,
+		ActionSeparator:      "||",
+		FormatPenalty:        -0.1,
+		Think:                true,
+		Sampling:             policy.Sampling{Temperature: 1, TopP: 1, MaxTokens: 128},
+		Concurrency:          8,
+		SampleTimeout:        10 * time.Minute,
+		StepTimeout:          time.Minute,
+		SystemPrefix:         "You're a helpful assistant. ",
+	}
+}
+
+// Validate names the first invalid key.
+func (c *Config) Validate() error {
+	switch {
+	case c.MaxTurns < 1:
+		return fmt.Errorf("max_turns: must be at least 1, got %d", c.MaxTurns)
+	case c.MaxActionsPerTurn < 1:
+		return fmt.Errorf("max_actions_per_turn: must be at least 1, got %d", c.MaxActionsPerTurn)
+	case c.MaxActionsPerEpisode < 1:
+		return fmt.Errorf("max_actions_per_episode: must be at least 1, got %d", c.MaxActionsPerEpisode)
+	case c.Sampling.MaxTokens < 1:
+		return fmt.Errorf("sampling.max_tokens: must be at least 1, got %d", c.Sampling.MaxTokens)
+	case c.Sampling.Temperature < 0:
+		return fmt.Errorf("sampling.temperature: must be >= 0, got %v", c.Sampling.Temperature)
+	case c.Sampling.TopP < 0 || c.Sampling.TopP > 1:
+		return fmt.Errorf("sampling.top_p: must be in [0, 1], got %v", c.Sampling.TopP)
+	case c.Sampling.TopK < 0:
+		return fmt.Errorf("sampling.top_k: must be >= 0, got %d", c.Sampling.TopK)
+	case c.Concurrency < 1:
+		return fmt.Errorf("concurrency: must be at least 1, got %d", c.Concurrency)
+	case c.SampleTimeout <= 0:
+		return fmt.Errorf("sample_timeout: must be positive, got %v", c.SampleTimeout)
+	case c.StepTimeout <= 0:
+		return fmt.Errorf("step_timeout: must be positive, got %v", c.StepTimeout)
+	}
+	return nil
+}

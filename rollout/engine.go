@@ -1,0 +1,392 @@
+// Package rollout is the multi-turn rollout engine: it plays env groups
+// (N seeds × K samples) against a policy.Policy and returns trajectories
+// that carry the exact token ids the policy saw and sampled, the loss mask,
+// behaviour log-probs, per-turn rewards and the token spans of every
+// <think> segment.
+//
+// The engine runs all episodes of a call in lock step, one turn at a time:
+// the replies of every live episode are requested in one Policy.Sample call
+// (which the embedded policy turns into one batched forward pass and an
+// HTTP backend into concurrent requests), then the environments step
+// concurrently. A failure of one sample or one environment ends that
+// episode with Trajectory.Err set; the others play on.
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/policy"
+)
+
+// Engine plays episodes of one environment configuration against a policy.
+type Engine struct {
+	cfg     Config
+	policy  policy.Policy
+	factory *envs.Factory
+	tmpl    *chatTemplate
+}
+
+// New checks cfg and learns the policy's chat template.
+func New(ctx context.Context, cfg Config, p policy.Policy, factory *envs.Factory) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("rollout config: %w", err)
+	}
+	tmpl, err := newChatTemplate(ctx, p, cfg.Think)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Sampling.StopTokens == nil {
+		cfg.Sampling.StopTokens = p.Info().StopTokens
+	}
+	return &Engine{cfg: cfg, policy: p, factory: factory, tmpl: tmpl}, nil
+}
+
+// Config returns the engine's configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// episode is the state of one trajectory being played.
+type episode struct {
+	traj        Trajectory
+	env         envs.Env
+	vocabulary  []string
+	actionsLeft int
+	finished    bool
+	warn        bool
+	lastReward  float64
+	metricSums  map[string]float64
+	metricCount int
+}
+
+// Run plays len(seeds) groups of k samples each; group g uses environment
+// seed seeds[g] and sampling seeds derived from samplingSeed, g, the sample
+// index and the turn, so a call is reproducible. Trajectories come back in
+// group-major order (all samples of group 0, then group 1, ...). The error
+// is non-nil only when ctx ends; individual failures are in Trajectory.Err.
+func (e *Engine) Run(ctx context.Context, seeds []uint64, k int, samplingSeed uint64) ([]Trajectory, error) {
+	if k < 1 {
+		return nil, fmt.Errorf("rollout: group size must be at least 1, got %d", k)
+	}
+	eps := make([]*episode, 0, len(seeds)*k)
+	for g, seed := range seeds {
+		for s := range k {
+			eps = append(eps, &episode{traj: Trajectory{Group: g, Sample: s, Seed: seed}})
+		}
+	}
+	e.parallel(ctx, eps, func(_ int, ep *episode) { e.start(ctx, ep) })
+
+	for turn := 1; turn <= e.cfg.MaxTurns; turn++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var live []*episode
+		for _, ep := range eps {
+			if !ep.finished && ep.traj.Err == "" {
+				live = append(live, ep)
+			}
+		}
+		if len(live) == 0 {
+			break
+		}
+		samples, err := e.sample(ctx, live, turn, samplingSeed)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			for _, ep := range live {
+				ep.traj.Err = fmt.Sprintf("turn %d: policy: %v", turn, err)
+			}
+			continue
+		}
+		e.parallel(ctx, live, func(i int, ep *episode) { e.playTurn(ctx, ep, turn, samples[i]) })
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]Trajectory, len(eps))
+	for i, ep := range eps {
+		ep.traj.Score = ep.traj.EnvReturn + ep.traj.Penalty
+		if ep.metricCount > 0 {
+			ep.traj.EnvMetrics = make(map[string]float64, len(ep.metricSums))
+			for k, v := range ep.metricSums {
+				ep.traj.EnvMetrics[k] = v / float64(ep.metricCount)
+			}
+		}
+		out[i] = ep.traj
+	}
+	return out, nil
+}
+
+// parallel runs fn over eps with at most cfg.Concurrency at once.
+func (e *Engine) parallel(ctx context.Context, eps []*episode, fn func(int, *episode)) {
+	sem := make(chan struct{}, e.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for i, ep := range eps {
+		if ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(i, ep)
+		}()
+	}
+	wg.Wait()
+}
+
+// errTimeout reports an environment call that overran StepTimeout.
+var errTimeout = errors.New("timed out")
+
+// withTimeout runs fn, giving up after d. A call that overruns keeps its
+// goroutine until it returns; the episode is abandoned, so its result is
+// discarded.
+func withTimeout[T any](ctx context.Context, d time.Duration, fn func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := fn()
+		done <- result{v, err}
+	}()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-timer.C:
+		var zero T
+		return zero, fmt.Errorf("after %v: %w", d, errTimeout)
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// start builds the environment, resets it and renders the first prompt.
+func (e *Engine) start(ctx context.Context, ep *episode) {
+	env, err := e.factory.New()
+	if err != nil {
+		ep.traj.Err = fmt.Sprintf("env: %v", err)
+		return
+	}
+	ep.env = env
+	obs, err := withTimeout(ctx, e.cfg.StepTimeout, func() (string, error) { return env.Reset(ep.traj.Seed) })
+	if err != nil {
+		ep.traj.Err = fmt.Sprintf("env reset: %v", err)
+		return
+	}
+	ep.vocabulary = env.Actions()
+	ep.actionsLeft = e.cfg.MaxActionsPerEpisode
+	msgs := []policy.Message{
+		{Role: policy.RoleSystem, Content: systemMessage(&e.cfg, env.Instruction(), ep.vocabulary)},
+		{Role: policy.RoleUser, Content: turnMessage(&e.cfg, 1, 0, obs, ep.actionsLeft, false)},
+	}
+	ids, err := e.policy.RenderChat(ctx, msgs, true)
+	if err != nil {
+		ep.traj.Err = fmt.Sprintf("render prompt: %v", err)
+		return
+	}
+	ids = append(ids, e.tmpl.thinkOpen...)
+	ep.traj.Messages = msgs
+	ep.appendPrompt(ids)
+}
+
+func (ep *episode) appendPrompt(ids []int) {
+	ep.traj.Tokens = append(ep.traj.Tokens, ids...)
+	ep.traj.LossMask = append(ep.traj.LossMask, make([]bool, len(ids))...)
+	ep.traj.LogProbs = append(ep.traj.LogProbs, make([]float64, len(ids))...)
+}
+
+// sample asks the policy for one reply per live episode.
+func (e *Engine) sample(ctx context.Context, live []*episode, turn int, samplingSeed uint64) ([]policy.Sample, error) {
+	maxContext := e.policy.Info().MaxContext
+	reqs := make([]policy.Request, len(live))
+	for i, ep := range live {
+		sp := e.cfg.Sampling
+		sp.Seed = mixSeed(samplingSeed, uint64(ep.traj.Group), uint64(ep.traj.Sample), uint64(turn))
+		if maxContext > 0 {
+			// Leave room for the template's end-of-message tokens.
+			sp.MaxTokens = min(sp.MaxTokens, maxContext-len(ep.traj.Tokens)-len(e.tmpl.assistantEnd))
+		}
+		reqs[i] = policy.Request{Prompt: ep.traj.Tokens, Sampling: sp}
+	}
+	// An episode whose context is full cannot reply; it ends truncated.
+	var askIdx []int
+	var ask []policy.Request
+	for i, r := range reqs {
+		if r.Sampling.MaxTokens > 0 {
+			askIdx, ask = append(askIdx, i), append(ask, r)
+		}
+	}
+	out := make([]policy.Sample, len(live))
+	for i := range out {
+		out[i].Finish = policy.FinishLength
+	}
+	if len(ask) == 0 {
+		return out, nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, e.cfg.SampleTimeout)
+	defer cancel()
+	got, err := e.policy.Sample(sctx, ask)
+	if err != nil {
+		return nil, err
+	}
+	if len(got) != len(ask) {
+		return nil, fmt.Errorf("policy returned %d samples for %d requests", len(got), len(ask))
+	}
+	for j, i := range askIdx {
+		out[i] = got[j]
+		if got[j].Err == nil && len(got[j].LogProbs) != len(got[j].Tokens) {
+			out[i].Err = fmt.Errorf("policy returned %d log-probs for %d tokens", len(got[j].LogProbs), len(got[j].Tokens))
+		}
+	}
+	return out, nil
+}
+
+// playTurn records a reply, runs its actions and prepares the next prompt.
+func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.Sample) {
+	if s.Err != nil {
+		ep.traj.Err = fmt.Sprintf("turn %d: policy: %v", turn, s.Err)
+		return
+	}
+	if len(s.Tokens) == 0 { // context full: nothing more can be said
+		ep.finished = true
+		return
+	}
+	t := &ep.traj
+	tr := Turn{PromptEnd: len(t.Tokens), ReplyStart: len(t.Tokens), ThinkStart: -1, ThinkEnd: -1, Finish: s.Finish}
+	t.Tokens = append(t.Tokens, s.Tokens...)
+	t.LogProbs = append(t.LogProbs, s.LogProbs...)
+	for range s.Tokens {
+		t.LossMask = append(t.LossMask, true)
+	}
+	tr.ReplyEnd = len(t.Tokens)
+
+	// The reply's text excludes its stop token, which the chat template
+	// writes itself when the message is rendered.
+	content := s.Tokens
+	if n := len(content); s.Finish == policy.FinishStop && n > 0 && slices.Contains(e.cfg.Sampling.StopTokens, content[n-1]) {
+		content = content[:n-1]
+	}
+	text, err := e.policy.Decode(ctx, content)
+	if err != nil {
+		t.Err = fmt.Sprintf("turn %d: decode: %v", turn, err)
+		return
+	}
+	if e.cfg.Think {
+		text = "<think>" + text
+		if n, err := e.tmpl.thinkEnd(ctx, content, text[len("<think>"):]); err != nil {
+			t.Err = fmt.Sprintf("turn %d: decode: %v", turn, err)
+			return
+		} else if n >= 0 {
+			tr.ThinkStart, tr.ThinkEnd = tr.ReplyStart, tr.ReplyStart+n
+		}
+	}
+	tr.Reply = text
+	t.Messages = append(t.Messages, policy.Message{Role: policy.RoleAssistant, Content: text})
+
+	parsed := ParseReply(text, e.cfg.Think, e.cfg.ActionSeparator, e.cfg.MaxActionsPerTurn)
+	tr.FormatOK, tr.Actions = parsed.FormatOK, parsed.Actions
+	executedValid := 0
+	for _, a := range parsed.Actions {
+		if ep.actionsLeft == 0 || ep.finished {
+			break
+		}
+		name, ok := mapAction(a, ep.vocabulary)
+		if !ok {
+			tr.Invalid++
+			continue
+		}
+		res, err := withTimeout(ctx, e.cfg.StepTimeout, func() (envs.StepResult, error) { return ep.env.Step(name) })
+		if err != nil {
+			t.Err = fmt.Sprintf("turn %d: env step %q: %v", turn, name, err)
+			return
+		}
+		tr.Executed++
+		t.Actions++
+		ep.actionsLeft--
+		tr.Reward += res.Reward
+		if !res.Info.ActionValid {
+			tr.Invalid++
+			continue
+		}
+		executedValid++
+		t.ValidActions++
+		if res.Info.ActionEffective {
+			t.EffectiveActions++
+		}
+		t.Success = res.Info.Success
+		ep.addMetrics(res.Info.Metrics)
+		if res.Done {
+			ep.finished, t.Done = true, true
+		}
+	}
+	if !tr.FormatOK || tr.Invalid > 0 || executedValid == 0 {
+		tr.Penalty = e.cfg.FormatPenalty
+	}
+	ep.warn = executedValid == 0
+	t.EnvReturn += tr.Reward
+	t.Penalty += tr.Penalty
+	t.Turns = append(t.Turns, tr)
+	ep.lastReward = tr.Reward
+
+	if ep.actionsLeft == 0 || turn == e.cfg.MaxTurns {
+		ep.finished = true
+	}
+	closing := e.tmpl.closeAssistant(s.Tokens)
+	if ep.finished {
+		ep.appendPrompt(closing)
+		return
+	}
+	msg := turnMessage(&e.cfg, turn+1, ep.lastReward, ep.env.Render(), ep.actionsLeft, ep.warn)
+	next, err := e.tmpl.userTurn(ctx, msg)
+	if err != nil {
+		t.Err = fmt.Sprintf("turn %d: render prompt: %v", turn+1, err)
+		return
+	}
+	next = append(closing, next...)
+	if limit := e.policy.Info().MaxContext; limit > 0 && len(t.Tokens)+len(next) >= limit {
+		// No room left for a reply: the episode ends truncated here.
+		ep.finished = true
+		ep.appendPrompt(closing)
+		return
+	}
+	t.Messages = append(t.Messages, policy.Message{Role: policy.RoleUser, Content: msg})
+	ep.appendPrompt(next)
+}
+
+func (ep *episode) addMetrics(m map[string]float64) {
+	if len(m) == 0 {
+		return
+	}
+	if ep.metricSums == nil {
+		ep.metricSums = map[string]float64{}
+	}
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		ep.metricSums[k] += m[k]
+	}
+	ep.metricCount++
+}
+
+// mixSeed derives a sampling seed (splitmix64 over the parts).
+func mixSeed(parts ...uint64) uint64 {
+	var h uint64 = 0x243f6a8885a308d3
+	for _, p := range parts {
+		h ^= p + 0x9e3779b97f4a7c15 + (h << 6) + (h >> 2)
+		h += 0x9e3779b97f4a7c15
+		z := h
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		h = z ^ (z >> 31)
+	}
+	return h
+}

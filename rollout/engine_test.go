@@ -1,0 +1,362 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/policy/policytest"
+	"github.com/agentrl/agentrl/policy/tokenizer"
+)
+
+// walkEnv: reach cell Goal on a line by Left/Right; "Hang" blocks forever,
+// "Crash" returns an error.
+type walkEnv struct {
+	pos, goal int
+	hang      chan struct{}
+}
+
+type walkConfig struct{}
+
+func init() {
+	envs.MustRegister("rollout-walk", envs.Registration[walkConfig]{
+		Default: func() walkConfig { return walkConfig{} },
+		New:     func(walkConfig) (envs.Env, error) { return &walkEnv{hang: make(chan struct{})}, nil },
+	})
+}
+
+func (e *walkEnv) Reset(seed uint64) (string, error) {
+	e.pos, e.goal = 0, 2+int(seed%4)
+	return e.Render(), nil
+}
+
+func (e *walkEnv) Step(a string) (envs.StepResult, error) {
+	switch a {
+	case "Hang":
+		<-e.hang
+	case "Crash":
+		return envs.StepResult{}, errors.New("boom")
+	case "Left", "Right":
+		old := e.pos
+		if a == "Left" {
+			e.pos = max(0, e.pos-1)
+		} else {
+			e.pos++
+		}
+		done := e.pos == e.goal
+		r := -0.1
+		if done {
+			r = 1
+		}
+		return envs.StepResult{Observation: e.Render(), Reward: r, Done: done,
+			Info: envs.Info{Success: done, ActionValid: true, ActionEffective: old != e.pos, Metrics: map[string]float64{"pos": float64(e.pos)}}}, nil
+	case "Wait":
+		return envs.StepResult{Observation: e.Render(), Info: envs.Info{}}, nil // env-level invalid
+	}
+	return envs.StepResult{}, fmt.Errorf("unexpected action %q", a)
+}
+
+func (e *walkEnv) Render() string      { return fmt.Sprintf("at %d, goal %d", e.pos, e.goal) }
+func (e *walkEnv) Instruction() string { return "Walk right to the goal." }
+func (e *walkEnv) Actions() []string   { return []string{"Left", "Right", "Wait", "Hang", "Crash"} }
+
+func newEngine(t *testing.T, cfg Config, p policy.Policy) *Engine {
+	t.Helper()
+	f, err := envs.NewFactory("rollout-walk", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(context.Background(), cfg, p, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func fixedReply(reply string) *policytest.Scripted {
+	return &policytest.Scripted{Reply: func(string, uint64) string { return reply }}
+}
+
+func TestTrajectoryTokensAreTheConversation(t *testing.T) {
+	p := fixedReply("I step right twice.</think><answer>Right || right || Right</answer>")
+	e := newEngine(t, DefaultConfig(), p)
+	trajs, err := e.Run(context.Background(), []uint64{0, 1, 2}, 2, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trajs) != 6 || p.SampleCalls > DefaultConfig().MaxTurns {
+		t.Fatalf("%d trajectories in %d sample calls", len(trajs), p.SampleCalls)
+	}
+	tok := tokenizer.New()
+	for _, tr := range trajs {
+		if tr.Err != "" {
+			t.Fatalf("unexpected error: %s", tr.Err)
+		}
+		if len(tr.Tokens) != len(tr.LossMask) || len(tr.Tokens) != len(tr.LogProbs) {
+			t.Fatalf("lengths differ: %d %d %d", len(tr.Tokens), len(tr.LossMask), len(tr.LogProbs))
+		}
+		// The token ids are exactly the chat template's rendering of the
+		// transcript: prompts were extended, never re-tokenized.
+		msgs := make([]tokenizer.Message, len(tr.Messages))
+		for i, m := range tr.Messages {
+			msgs[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+		}
+		want, _ := tok.Render(msgs, false)
+		if !slices.Equal(tr.Tokens, want) {
+			t.Fatalf("tokens differ from the rendered transcript\n got %v\nwant %v", tr.Tokens, want)
+		}
+		masked := 0
+		for _, turn := range tr.Turns {
+			reply := tr.Tokens[turn.ReplyStart:turn.ReplyEnd]
+			if got := policytest.LogProbs(tr.Tokens[:turn.ReplyStart], reply); !slices.Equal(got, tr.LogProbs[turn.ReplyStart:turn.ReplyEnd]) {
+				t.Errorf("behaviour log-probs differ from the policy's")
+			}
+			for i := turn.ReplyStart; i < turn.ReplyEnd; i++ {
+				if !tr.LossMask[i] {
+					t.Fatalf("reply token %d not in the loss mask", i)
+				}
+			}
+			masked += turn.ReplyEnd - turn.ReplyStart
+			if tr.Tokens[turn.PromptEnd-1] != tokenizer.ThinkID {
+				t.Errorf("prompt does not end with <think>")
+			}
+			think, _ := tok.Decode(tr.Tokens[turn.ThinkStart:turn.ThinkEnd])
+			if think != "I step right twice." {
+				t.Errorf("think span decodes to %q", think)
+			}
+			if len(turn.Actions) != 2 || turn.Executed > 2 {
+				t.Errorf("per-turn cap not applied: %+v", turn)
+			}
+		}
+		n := 0
+		for _, m := range tr.LossMask {
+			if m {
+				n++
+			}
+		}
+		if n != masked {
+			t.Errorf("loss mask covers %d tokens, replies %d", n, masked)
+		}
+		// Goal at 2..5, two steps a turn: solved at the expected turn with
+		// the expected return.
+		goal := 2 + int(tr.Seed%4)
+		if !tr.Success || !tr.Done || tr.Actions != goal {
+			t.Errorf("seed %d: success %v after %d actions", tr.Seed, tr.Success, tr.Actions)
+		}
+		if want := 1 - 0.1*float64(goal-1); abs(tr.Score-want) > 1e-9 || tr.Penalty != 0 {
+			t.Errorf("seed %d: score %v, want %v", tr.Seed, tr.Score, want)
+		}
+		if tr.EnvMetrics["pos"] <= 0 {
+			t.Errorf("env metrics not averaged: %v", tr.EnvMetrics)
+		}
+	}
+}
+
+func TestRunIsDeterministic(t *testing.T) {
+	reply := func(prompt string, seed uint64) string {
+		return fmt.Sprintf("seed %d</think><answer>%s</answer>", seed%5, []string{"Left", "Right"}[seed%2])
+	}
+	run := func() []Trajectory {
+		e := newEngine(t, DefaultConfig(), &policytest.Scripted{Reply: reply})
+		trajs, err := e.Run(context.Background(), []uint64{3, 4}, 3, 11)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return trajs
+	}
+	a, b := run(), run()
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("two runs with the same seeds differ")
+	}
+	seeds := map[string]bool{}
+	for _, tr := range a {
+		seeds[tr.Turns[0].Reply] = true
+	}
+	if len(seeds) < 2 {
+		t.Error("samples of a group all got the same sampling seed")
+	}
+}
+
+func TestFormatPenaltyAndWarning(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxTurns = 3
+	p := fixedReply("no tags at all")
+	trajs, err := newEngine(t, cfg, p).Run(context.Background(), []uint64{0}, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := trajs[0]
+	if len(tr.Turns) != 3 || tr.Actions != 0 {
+		t.Fatalf("turns %d actions %d", len(tr.Turns), tr.Actions)
+	}
+	if abs(tr.Penalty-(-0.3)) > 1e-9 || abs(tr.Score-(-0.3)) > 1e-9 {
+		t.Errorf("penalty %v score %v, want -0.3", tr.Penalty, tr.Score)
+	}
+	if !strings.Contains(tr.Messages[3].Content, noValidActionWarning) {
+		t.Errorf("second user turn lacks the warning:\n%s", tr.Messages[3].Content)
+	}
+	if !strings.HasPrefix(tr.Messages[3].Content, "Reward:\n0.0\n") {
+		t.Errorf("second user turn does not start with the reward:\n%s", tr.Messages[3].Content)
+	}
+
+	// Unknown and env-invalid actions are penalised but valid ones still run.
+	p = fixedReply("x</think><answer>Jump || Right</answer>")
+	trajs, _ = newEngine(t, cfg, p).Run(context.Background(), []uint64{0}, 1, 0)
+	if tr := trajs[0]; tr.Turns[0].Invalid != 1 || tr.Turns[0].Executed != 1 || tr.Turns[0].Penalty != -0.1 {
+		t.Errorf("unknown action: %+v", tr.Turns[0])
+	}
+	p = fixedReply("x</think><answer>Wait</answer>")
+	trajs, _ = newEngine(t, cfg, p).Run(context.Background(), []uint64{0}, 1, 0)
+	if tr := trajs[0]; tr.Turns[0].Invalid != 1 || tr.ValidActions != 0 || tr.Penalty > -0.29 {
+		t.Errorf("env-invalid action: %+v", tr)
+	}
+}
+
+func TestActionBudget(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxActionsPerEpisode = 3
+	p := fixedReply("x</think><answer>Left || Left</answer>")
+	trajs, _ := newEngine(t, cfg, p).Run(context.Background(), []uint64{0}, 1, 0)
+	tr := trajs[0]
+	if tr.Actions != 3 || len(tr.Turns) != 2 || tr.Done {
+		t.Errorf("actions %d turns %d done %v; want 3 actions over 2 turns", tr.Actions, len(tr.Turns), tr.Done)
+	}
+	if !strings.Contains(tr.Messages[3].Content, "You have 1 actions left") {
+		t.Errorf("budget not shown: %s", tr.Messages[3].Content)
+	}
+}
+
+func TestFailuresAreIsolated(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.StepTimeout = 50 * time.Millisecond
+	p := &policytest.Scripted{
+		Reply: func(prompt string, seed uint64) string {
+			switch {
+			case strings.Contains(prompt, "goal 3"): // env seed 1
+				return "x</think><answer>Hang</answer>"
+			case strings.Contains(prompt, "goal 4"): // env seed 2
+				return "x</think><answer>Crash</answer>"
+			}
+			return "x</think><answer>Right || Right</answer>"
+		},
+		Fail: func(prompt string, seed uint64) error {
+			if strings.Contains(prompt, "at 2, goal 5") { // env seed 3, second turn
+				return errors.New("server said 500")
+			}
+			return nil
+		},
+	}
+	start := time.Now()
+	trajs, err := newEngine(t, cfg, p).Run(context.Background(), []uint64{0, 1, 2, 3}, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Errorf("a hanging env held the run for %v", time.Since(start))
+	}
+	for _, tr := range trajs {
+		var want string
+		switch tr.Seed {
+		case 1:
+			want = "timed out"
+		case 2:
+			want = "boom"
+		case 3:
+			want = "server said 500"
+		}
+		if want == "" && (tr.Err != "" || !tr.Success) {
+			t.Errorf("seed %d: healthy episode harmed: err %q success %v", tr.Seed, tr.Err, tr.Success)
+		}
+		if want != "" && !strings.Contains(tr.Err, want) {
+			t.Errorf("seed %d: err %q, want %q", tr.Seed, tr.Err, want)
+		}
+	}
+	if len(trajs) != 8 {
+		t.Errorf("%d trajectories, want 8: none may be lost", len(trajs))
+	}
+}
+
+func TestContextLimitTruncates(t *testing.T) {
+	p := fixedReply(strings.Repeat("think ", 40) + "</think><answer>Left</answer>")
+	p.MaxContext = 900
+	trajs, err := newEngine(t, DefaultConfig(), p).Run(context.Background(), []uint64{0}, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := trajs[0]
+	if tr.Err != "" || len(tr.Tokens) > 900 || len(tr.Turns) == DefaultConfig().MaxTurns {
+		t.Errorf("context limit not respected: %d tokens, %d turns, err %q", len(tr.Tokens), len(tr.Turns), tr.Err)
+	}
+}
+
+func TestCancelledRunReturnsError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := newEngine(t, DefaultConfig(), fixedReply("x")).Run(ctx, []uint64{0}, 1, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+}
+
+func TestParseReply(t *testing.T) {
+	cases := []struct {
+		reply   string
+		think   bool
+		ok      bool
+		thought string
+		actions []string
+		extra   int
+	}{
+		{"<think>go up</think><answer>Up || Left</answer>", true, true, "go up", []string{"Up", "Left"}, 0},
+		{"<think>a</think>\n <answer> Up||  ||Down || Right </answer>", true, true, "a", []string{"Up", "Down"}, 1},
+		{"<think>a</think><answer></answer>", true, true, "a", nil, 0},
+		{"<answer>Up</answer>", true, false, "", nil, 0},
+		{"<answer>Up</answer>", false, true, "", []string{"Up"}, 0},
+		{"<think>x<answer>Up</answer>", true, false, "", nil, 0},
+		{"<think>x</think>text<answer>Up</answer>", true, false, "", nil, 0},
+		{"<think>x</think><answer>Up <|im_end|></answer>", true, true, "x", []string{"Up"}, 0},
+	}
+	for _, c := range cases {
+		p := ParseReply(c.reply, c.think, "||", 2)
+		if p.FormatOK != c.ok || p.Think != c.thought || !slices.Equal(p.Actions, c.actions) || p.Extra != c.extra {
+			t.Errorf("ParseReply(%q) = %+v", c.reply, p)
+		}
+	}
+}
+
+func TestFormatReward(t *testing.T) {
+	for r, want := range map[float64]string{0: "0.0", -0.1 + -0.1: "-0.2", 10.8: "10.8", 1: "1.0"} {
+		if got := formatReward(r); got != want {
+			t.Errorf("formatReward(%v) = %q, want %q", r, got, want)
+		}
+	}
+}
+
+func FuzzParseReply(f *testing.F) {
+	f.Add("<think>a</think><answer>Up || Down</answer>")
+	f.Add("<answer>||||</answer>")
+	f.Fuzz(func(t *testing.T, reply string) {
+		p := ParseReply(reply, true, "||", 2)
+		if len(p.Actions) > 2 {
+			t.Fatalf("cap exceeded: %v", p.Actions)
+		}
+		for _, a := range p.Actions {
+			if a == "" || strings.Contains(a, "||") {
+				t.Fatalf("bad action %q", a)
+			}
+		}
+	})
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

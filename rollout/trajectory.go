@@ -1,0 +1,77 @@
+package rollout
+
+import "github.com/agentrl/agentrl/policy"
+
+// Trajectory is one played episode, ready for training: the whole
+// conversation as the token ids the policy saw and produced, which of them
+// the policy sampled, and what happened in every turn.
+type Trajectory struct {
+	// Group indexes the env group (one seed, K samples); Sample indexes the
+	// sample within its group.
+	Group, Sample int
+	// Seed is the environment seed shared by the group.
+	Seed uint64
+
+	// Tokens is the conversation: system prompt, every user turn and every
+	// reply, exactly as tokenized and sampled.
+	Tokens []int
+	// LossMask is true on the tokens the policy sampled.
+	LossMask []bool
+	// LogProbs holds, where LossMask is true, the behaviour policy's
+	// log-probability of the token (0 elsewhere).
+	LogProbs []float64
+
+	// Turns describe each reply.
+	Turns []Turn
+	// Messages is the conversation as text, for transcripts.
+	Messages []policy.Message
+
+	// EnvReturn is the sum of environment rewards; Penalty the sum of
+	// format penalties; Score = EnvReturn + Penalty is what advantages and
+	// filters use (RAGEN's trajectory score).
+	EnvReturn, Penalty, Score float64
+	// Success is the environment's success flag at the end.
+	Success bool
+	// Done reports that the environment ended the episode (rather than the
+	// turn or action limits).
+	Done bool
+	// Actions counts the environment steps taken; ValidActions and
+	// EffectiveActions how many were valid and changed the state.
+	Actions, ValidActions, EffectiveActions int
+	// EnvMetrics averages the numeric Info.Metrics over valid steps.
+	EnvMetrics map[string]float64
+	// Err, when not empty, says why the episode could not be played to the
+	// end (a policy or environment failure). Such a trajectory holds what
+	// was played before the failure and must not be trained on.
+	Err string
+}
+
+// Turn is one model reply and its effect.
+type Turn struct {
+	// PromptEnd is the length of the prompt of this turn: the reply was
+	// sampled after Tokens[:PromptEnd]. The prompt ends with "<think>" when
+	// thinking is on.
+	PromptEnd int
+	// ReplyStart and ReplyEnd delimit the sampled reply in Tokens.
+	ReplyStart, ReplyEnd int
+	// ThinkStart and ThinkEnd delimit the reasoning tokens, strictly
+	// between <think> and </think>; both are -1 when the reply had none.
+	ThinkStart, ThinkEnd int
+	// Reply is the decoded reply (with the prompt's "<think>" prepended).
+	Reply string
+	// FormatOK reports that the reply parsed.
+	FormatOK bool
+	// Actions are the parsed actions; Executed how many of them ran.
+	Actions  []string
+	Executed int
+	// Invalid counts actions the environment did not accept.
+	Invalid int
+	// Reward is the sum of environment rewards of this turn; Penalty the
+	// format penalty charged to it.
+	Reward, Penalty float64
+	// Finish is the policy's finish reason for the reply.
+	Finish string
+}
+
+// HasThink reports whether the turn has a non-empty reasoning span.
+func (t Turn) HasThink() bool { return t.ThinkStart >= 0 && t.ThinkEnd > t.ThinkStart }
