@@ -111,16 +111,21 @@ func (e *Engine) Run(ctx context.Context, seeds []uint64, k int, samplingSeed ui
 	}
 	out := make([]Trajectory, len(eps))
 	for i, ep := range eps {
-		ep.traj.Score = ep.traj.EnvReturn + ep.traj.Penalty
-		if ep.metricCount > 0 {
-			ep.traj.EnvMetrics = make(map[string]float64, len(ep.metricSums))
-			for k, v := range ep.metricSums {
-				ep.traj.EnvMetrics[k] = v / float64(ep.metricCount)
-			}
-		}
-		out[i] = ep.traj
+		out[i] = ep.finish()
 	}
 	return out, nil
+}
+
+// finish totals the episode's score and averages its metrics.
+func (ep *episode) finish() Trajectory {
+	ep.traj.Score = ep.traj.EnvReturn + ep.traj.Penalty
+	if ep.metricCount > 0 {
+		ep.traj.EnvMetrics = make(map[string]float64, len(ep.metricSums))
+		for k, v := range ep.metricSums {
+			ep.traj.EnvMetrics[k] = v / float64(ep.metricCount)
+		}
+	}
+	return ep.traj
 }
 
 // parallel runs fn over eps with at most cfg.Concurrency at once.
@@ -171,33 +176,39 @@ func withTimeout[T any](ctx context.Context, d time.Duration, fn func() (T, erro
 	}
 }
 
-// start builds the environment, resets it and renders the first prompt.
-func (e *Engine) start(ctx context.Context, ep *episode) {
-	env, err := e.factory.New()
+// open builds the episode's environment, resets it and writes the first two
+// messages (system and the first user turn).
+func open(ctx context.Context, cfg *Config, factory *envs.Factory, ep *episode) error {
+	env, err := factory.New()
 	if err != nil {
-		ep.traj.Err = fmt.Sprintf("env: %v", err)
-		return
+		return fmt.Errorf("env: %w", err)
 	}
 	ep.env = env
-	obs, err := withTimeout(ctx, e.cfg.StepTimeout, func() (string, error) { return env.Reset(ep.traj.Seed) })
+	obs, err := withTimeout(ctx, cfg.StepTimeout, func() (string, error) { return env.Reset(ep.traj.Seed) })
 	if err != nil {
-		ep.traj.Err = fmt.Sprintf("env reset: %v", err)
-		return
+		return fmt.Errorf("env reset: %w", err)
 	}
 	ep.vocabulary = env.Actions()
-	ep.actionsLeft = e.cfg.MaxActionsPerEpisode
-	msgs := []policy.Message{
-		{Role: policy.RoleSystem, Content: systemMessage(&e.cfg, env.Instruction(), ep.vocabulary)},
-		{Role: policy.RoleUser, Content: turnMessage(&e.cfg, 1, 0, obs, ep.actionsLeft, false)},
+	ep.actionsLeft = cfg.MaxActionsPerEpisode
+	ep.traj.Messages = []policy.Message{
+		{Role: policy.RoleSystem, Content: systemMessage(cfg, env.Instruction(), ep.vocabulary)},
+		{Role: policy.RoleUser, Content: turnMessage(cfg, 1, 0, obs, ep.actionsLeft, false)},
 	}
-	ids, err := e.policy.RenderChat(ctx, msgs, true)
+	return nil
+}
+
+// start opens the episode and renders its first prompt.
+func (e *Engine) start(ctx context.Context, ep *episode) {
+	if err := open(ctx, &e.cfg, e.factory, ep); err != nil {
+		ep.traj.Err = err.Error()
+		return
+	}
+	ids, err := e.policy.RenderChat(ctx, ep.traj.Messages, true)
 	if err != nil {
 		ep.traj.Err = fmt.Sprintf("render prompt: %v", err)
 		return
 	}
-	ids = append(ids, e.tmpl.thinkOpen...)
-	ep.traj.Messages = msgs
-	ep.appendPrompt(ids)
+	ep.appendPrompt(append(ids, e.tmpl.thinkOpen...))
 }
 
 func (ep *episode) appendPrompt(ids []int) {
@@ -295,49 +306,10 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 	t.Messages = append(t.Messages, policy.Message{Role: policy.RoleAssistant, Content: text})
 
 	parsed := ParseReply(text, e.cfg.Think, e.cfg.ActionSeparator, e.cfg.MaxActionsPerTurn)
-	tr.FormatOK, tr.Actions = parsed.FormatOK, parsed.Actions
-	executedValid := 0
-	for _, a := range parsed.Actions {
-		if ep.actionsLeft == 0 || ep.finished {
-			break
-		}
-		name, ok := mapAction(a, ep.vocabulary)
-		if !ok {
-			tr.Invalid++
-			continue
-		}
-		res, err := withTimeout(ctx, e.cfg.StepTimeout, func() (envs.StepResult, error) { return ep.env.Step(name) })
-		if err != nil {
-			t.Err = fmt.Sprintf("turn %d: env step %q: %v", turn, name, err)
-			return
-		}
-		tr.Executed++
-		t.Actions++
-		ep.actionsLeft--
-		tr.Reward += res.Reward
-		if !res.Info.ActionValid {
-			tr.Invalid++
-			continue
-		}
-		executedValid++
-		t.ValidActions++
-		if res.Info.ActionEffective {
-			t.EffectiveActions++
-		}
-		t.Success = res.Info.Success
-		ep.addMetrics(res.Info.Metrics)
-		if res.Done {
-			ep.finished, t.Done = true, true
-		}
+	if err := act(ctx, &e.cfg, ep, parsed, &tr); err != nil {
+		t.Err = fmt.Sprintf("turn %d: %v", turn, err)
+		return
 	}
-	if !tr.FormatOK || tr.Invalid > 0 || executedValid == 0 {
-		tr.Penalty = e.cfg.FormatPenalty
-	}
-	ep.warn = executedValid == 0
-	t.EnvReturn += tr.Reward
-	t.Penalty += tr.Penalty
-	t.Turns = append(t.Turns, tr)
-	ep.lastReward = tr.Reward
 
 	if ep.actionsLeft == 0 || turn == e.cfg.MaxTurns {
 		ep.finished = true
@@ -362,6 +334,55 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 	}
 	t.Messages = append(t.Messages, policy.Message{Role: policy.RoleUser, Content: msg})
 	ep.appendPrompt(next)
+}
+
+// act runs a parsed reply's actions in the episode's environment, fills in
+// the turn's outcome, charges the format penalty and appends the turn.
+func act(ctx context.Context, cfg *Config, ep *episode, parsed Parsed, tr *Turn) error {
+	t := &ep.traj
+	tr.FormatOK, tr.Actions = parsed.FormatOK, parsed.Actions
+	executedValid := 0
+	for _, a := range parsed.Actions {
+		if ep.actionsLeft == 0 || ep.finished {
+			break
+		}
+		name, ok := mapAction(a, ep.vocabulary)
+		if !ok {
+			tr.Invalid++
+			continue
+		}
+		res, err := withTimeout(ctx, cfg.StepTimeout, func() (envs.StepResult, error) { return ep.env.Step(name) })
+		if err != nil {
+			return fmt.Errorf("env step %q: %w", name, err)
+		}
+		tr.Executed++
+		t.Actions++
+		ep.actionsLeft--
+		tr.Reward += res.Reward
+		if !res.Info.ActionValid {
+			tr.Invalid++
+			continue
+		}
+		executedValid++
+		t.ValidActions++
+		if res.Info.ActionEffective {
+			t.EffectiveActions++
+		}
+		t.Success = res.Info.Success
+		ep.addMetrics(res.Info.Metrics)
+		if res.Done {
+			ep.finished, t.Done = true, true
+		}
+	}
+	if !tr.FormatOK || tr.Invalid > 0 || executedValid == 0 {
+		tr.Penalty = cfg.FormatPenalty
+	}
+	ep.warn = executedValid == 0
+	t.EnvReturn += tr.Reward
+	t.Penalty += tr.Penalty
+	t.Turns = append(t.Turns, *tr)
+	ep.lastReward = tr.Reward
+	return nil
 }
 
 func (ep *episode) addMetrics(m map[string]float64) {

@@ -1,0 +1,79 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/policy"
+)
+
+// ChatModel is a text-level chat endpoint, such as any OpenAI-compatible
+// server reached through a generic client. It is enough to evaluate a model
+// but not to train it: there are no token ids or log-probs.
+type ChatModel interface {
+	// Chat returns the assistant's reply to messages.
+	Chat(ctx context.Context, messages []policy.Message, sampling policy.Sampling) (string, error)
+}
+
+// RunChat plays one episode per seed against a chat model, with the same
+// prompts, parsing, penalties and limits as Engine.Run. The returned
+// trajectories carry Messages and Turns (with Reply, actions and rewards)
+// but no tokens. The error is non-nil only when ctx ends.
+func RunChat(ctx context.Context, cfg Config, model ChatModel, factory *envs.Factory, seeds []uint64) ([]Trajectory, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("rollout config: %w", err)
+	}
+	e := &Engine{cfg: cfg, factory: factory}
+	eps := make([]*episode, len(seeds))
+	for i, seed := range seeds {
+		eps[i] = &episode{traj: Trajectory{Group: i, Seed: seed}}
+	}
+	e.parallel(ctx, eps, func(i int, ep *episode) { e.playChat(ctx, model, ep, seeds[i]) })
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]Trajectory, len(eps))
+	for i, ep := range eps {
+		out[i] = ep.finish()
+	}
+	return out, nil
+}
+
+func (e *Engine) playChat(ctx context.Context, model ChatModel, ep *episode, seed uint64) {
+	if err := open(ctx, &e.cfg, e.factory, ep); err != nil {
+		ep.traj.Err = err.Error()
+		return
+	}
+	for turn := 1; turn <= e.cfg.MaxTurns && !ep.finished; turn++ {
+		sp := e.cfg.Sampling
+		sp.Seed = mixSeed(seed, uint64(turn))
+		sctx, cancel := context.WithTimeout(ctx, e.cfg.SampleTimeout)
+		reply, err := model.Chat(sctx, ep.traj.Messages, sp)
+		cancel()
+		if err != nil {
+			ep.traj.Err = fmt.Sprintf("turn %d: chat: %v", turn, err)
+			return
+		}
+		// A chat endpoint cannot be handed the opening "<think>" as the start
+		// of its reply, so a reply that begins inside the reasoning gets it back.
+		if e.cfg.Think && !strings.Contains(reply, "<think>") && strings.Contains(reply, "</think>") {
+			reply = "<think>" + reply
+		}
+		ep.traj.Messages = append(ep.traj.Messages, policy.Message{Role: policy.RoleAssistant, Content: reply})
+		tr := Turn{Reply: reply, ThinkStart: -1, ThinkEnd: -1}
+		parsed := ParseReply(reply, e.cfg.Think, e.cfg.ActionSeparator, e.cfg.MaxActionsPerTurn)
+		if err := act(ctx, &e.cfg, ep, parsed, &tr); err != nil {
+			ep.traj.Err = fmt.Sprintf("turn %d: %v", turn, err)
+			return
+		}
+		if ep.actionsLeft == 0 {
+			ep.finished = true
+		}
+		if !ep.finished && turn < e.cfg.MaxTurns {
+			msg := turnMessage(&e.cfg, turn+1, ep.lastReward, ep.env.Render(), ep.actionsLeft, ep.warn)
+			ep.traj.Messages = append(ep.traj.Messages, policy.Message{Role: policy.RoleUser, Content: msg})
+		}
+	}
+}
