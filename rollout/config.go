@@ -33,7 +33,18 @@ type Config struct {
 	StepTimeout time.Duration `yaml:"step_timeout"`
 	// SystemPrefix starts the system message (RAGEN: "You're a helpful assistant. ").
 	SystemPrefix string `yaml:"system_prefix"`
+	// PromptStyle is "ragen" (the reference's system prompt and turn text)
+	// or "compact": no system message and a one-line turn header, for small
+	// models trained from scratch, where the reference's ~150 tokens of
+	// fixed instructions per turn would dominate the cost of every step.
+	PromptStyle string `yaml:"prompt_style"`
 }
+
+// Prompt styles.
+const (
+	PromptRAGEN   = "ragen"
+	PromptCompact = "compact"
+)
 
 // DefaultConfig returns RAGEN's rollout settings, with a per-turn token
 // budget suited to the embedded policy.
@@ -50,6 +61,7 @@ func DefaultConfig() Config {
 		SampleTimeout:        10 * time.Minute,
 		StepTimeout:          time.Minute,
 		SystemPrefix:         "You're a helpful assistant. ",
+		PromptStyle:          PromptRAGEN,
 	}
 }
 
@@ -76,6 +88,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sample_timeout: must be positive, got %v", c.SampleTimeout)
 	case c.StepTimeout <= 0:
 		return fmt.Errorf("step_timeout: must be positive, got %v", c.StepTimeout)
+	case c.PromptStyle != PromptRAGEN && c.PromptStyle != PromptCompact:
+		return fmt.Errorf("prompt_style: must be %q or %q, got %q", PromptRAGEN, PromptCompact, c.PromptStyle)
 	}
 	return nil
 }

@@ -190,10 +190,13 @@ func open(ctx context.Context, cfg *Config, factory *envs.Factory, ep *episode) 
 	}
 	ep.vocabulary = env.Actions()
 	ep.actionsLeft = cfg.MaxActionsPerEpisode
-	ep.traj.Messages = []policy.Message{
-		{Role: policy.RoleSystem, Content: systemMessage(cfg, env.Instruction(), ep.vocabulary)},
-		{Role: policy.RoleUser, Content: turnMessage(cfg, 1, 0, obs, ep.actionsLeft, false)},
+	first := policy.Message{Role: policy.RoleUser, Content: turnMessage(cfg, 1, 0, obs, ep.actionsLeft, false)}
+	if cfg.PromptStyle == PromptCompact {
+		ep.traj.Messages = []policy.Message{first}
+		return nil
 	}
+	system := policy.Message{Role: policy.RoleSystem, Content: systemMessage(cfg, env.Instruction(), ep.vocabulary)}
+	ep.traj.Messages = []policy.Message{system, first}
 	return nil
 }
 

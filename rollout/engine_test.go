@@ -360,3 +360,23 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+func TestCompactPrompt(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PromptStyle = PromptCompact
+	trajs, err := newEngine(t, cfg, fixedReply("x</think><answer>Left</answer>")).Run(context.Background(), []uint64{0}, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := trajs[0].Messages
+	if msgs[0].Role != policy.RoleUser || msgs[0].Content != "Turn 1, 10 actions left.\nat 0, goal 2" {
+		t.Errorf("first message %+v", msgs[0])
+	}
+	if msgs[2].Content != "Reward: -0.1\nTurn 2, 9 actions left.\nat 0, goal 2" {
+		t.Errorf("second user message %q", msgs[2].Content)
+	}
+	cfg.PromptStyle = "verbose"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "prompt_style") {
+		t.Errorf("bad prompt style: %v", err)
+	}
+}

@@ -32,6 +32,16 @@ const noValidActionWarning = "No valid action provided previously. Environment s
 // on it starts with the previous turn's reward, as the reference does.
 func turnMessage(cfg *Config, n int, prevReward float64, observation string, actionsLeft int, warn bool) string {
 	var b strings.Builder
+	if cfg.PromptStyle == PromptCompact {
+		if n > 1 {
+			fmt.Fprintf(&b, "Reward: %s\n", formatReward(prevReward))
+		}
+		if warn {
+			b.WriteString("No valid action.\n")
+		}
+		fmt.Fprintf(&b, "Turn %d, %d actions left.\n%s", n, actionsLeft, observation)
+		return b.String()
+	}
 	if n > 1 {
 		fmt.Fprintf(&b, "Reward:\n%s\n", formatReward(prevReward))
 	}
