@@ -1,0 +1,214 @@
+package algos
+
+import "fmt"
+
+// The learner's objective, as verl's actor and critic assemble it. With w the
+// aggregation weights of the preset's loss_agg_mode (AggWeights):
+//
+//	L_actor  = Σ w·ℓ_pg  −  c_H·Σ w·H  +  [use_kl_loss] c_KL·Σ w·kl(logp, logp_ref)
+//	L_critic = Σ w·ℓ_v                                  (ℓ_v already holds the ½)
+//
+// and the per-token gradients the learner back-propagates are
+//
+//	∂L_actor/∂logp_t = w_t·(∂ℓ_pg/∂logp_t + [use_kl_loss] c_KL·∂kl/∂logp_t)
+//	∂L_actor/∂H_t    = −c_H·w_t
+//	∂L_critic/∂v_t   = w_t·∂ℓ_v/∂v_t
+
+// ActorBatch is the per-token input of the policy loss; all matrices share
+// Mask's ragged shape.
+type ActorBatch struct {
+	LogProb    [][]float64 // log π_θ(a_t|s_t) under the parameters being trained
+	OldLogProb [][]float64 // log-probs at rollout time (π_old)
+	RefLogProb [][]float64 // reference policy; read only when the KL loss is on
+	Advantages [][]float64
+	Entropy    [][]float64 // per-token entropy of π_θ; read only when EntropyCoeff ≠ 0 (may be nil otherwise)
+	Mask       [][]bool    // true = token is trained (assistant token)
+}
+
+// ActorLossResult is the policy objective and its per-token gradients.
+type ActorLossResult struct {
+	Loss     float64     // L_actor
+	DLogProb [][]float64 // ∂L_actor/∂logp_t
+	DEntropy [][]float64 // ∂L_actor/∂H_t
+
+	PGLoss          float64 // Σ w·ℓ_pg
+	PGClipFrac      float64
+	PGClipFracLower float64
+	PPOKL           float64
+	Entropy         float64 // Σ w·H (0 when not computed)
+	KLLoss          float64 // Σ w·kl (0 when the KL loss is off)
+}
+
+// Metrics returns verl's actor metric names.
+func (r ActorLossResult) Metrics() map[string]float64 {
+	return map[string]float64{
+		"actor/loss":              r.Loss,
+		"actor/pg_loss":           r.PGLoss,
+		"actor/pg_clipfrac":       r.PGClipFrac,
+		"actor/pg_clipfrac_lower": r.PGClipFracLower,
+		"actor/ppo_kl":            r.PPOKL,
+		"actor/entropy":           r.Entropy,
+		"actor/kl_loss":           r.KLLoss,
+	}
+}
+
+// ActorLoss computes the policy objective of the preset on a batch.
+func (p Preset) ActorLoss(b ActorBatch) (ActorLossResult, error) {
+	if err := p.Validate(); err != nil {
+		return ActorLossResult{}, err
+	}
+	w, err := AggWeights(p.LossAgg, b.Mask)
+	if err != nil {
+		return ActorLossResult{}, err
+	}
+	pg, err := PPOLoss(p.Clip(), b.LogProb, b.OldLogProb, b.Advantages, b.Mask)
+	if err != nil {
+		return ActorLossResult{}, err
+	}
+	r := ActorLossResult{
+		DLogProb:        zerosLike(b.Mask),
+		DEntropy:        zerosLike(b.Mask),
+		PGClipFrac:      pg.ClipFrac,
+		PGClipFracLower: pg.ClipFracLower,
+		PPOKL:           pg.ApproxKL,
+	}
+	r.PGLoss, _ = Aggregate(pg.Loss, w)
+	for i := range w {
+		for t := range w[i] {
+			r.DLogProb[i][t] = w[i][t] * pg.DLogp[i][t]
+		}
+	}
+	r.Loss = r.PGLoss
+	if p.EntropyCoeff != 0 {
+		if err := checkTokens("entropy", b.Entropy, b.Mask); err != nil {
+			return ActorLossResult{}, err
+		}
+		lossH, aggH, dH, err := EntropyBonus(p.EntropyCoeff, b.Entropy, w)
+		if err != nil {
+			return ActorLossResult{}, err
+		}
+		r.Loss += lossH
+		r.Entropy = aggH
+		r.DEntropy = dH
+	}
+	if p.UseKLLoss {
+		kl, dkl, err := KLTokens(p.KLLossType, b.LogProb, b.RefLogProb, b.Mask)
+		if err != nil {
+			return ActorLossResult{}, fmt.Errorf("KL loss: %w", err)
+		}
+		r.KLLoss, _ = Aggregate(kl, w)
+		r.Loss += p.KLLossCoef * r.KLLoss
+		for i := range w {
+			for t := range w[i] {
+				r.DLogProb[i][t] += p.KLLossCoef * w[i][t] * dkl[i][t]
+			}
+		}
+	}
+	return r, nil
+}
+
+// CriticLossResult is the value objective and its per-token gradient.
+type CriticLossResult struct {
+	Loss       float64     // L_critic (verl critic/vf_loss)
+	DValue     [][]float64 // ∂L_critic/∂v_t
+	VFClipFrac float64     // critic/vf_clipfrac
+}
+
+// Metrics returns verl's critic metric names.
+func (r CriticLossResult) Metrics() map[string]float64 {
+	return map[string]float64{"critic/vf_loss": r.Loss, "critic/vf_clipfrac": r.VFClipFrac}
+}
+
+// CriticLoss computes the clipped value objective of the preset on a batch:
+// values are the current predictions, oldValues those at rollout time.
+func (p Preset) CriticLoss(values, oldValues, returns [][]float64, mask [][]bool) (CriticLossResult, error) {
+	if err := p.Validate(); err != nil {
+		return CriticLossResult{}, err
+	}
+	w, err := AggWeights(p.LossAgg, mask)
+	if err != nil {
+		return CriticLossResult{}, err
+	}
+	v, err := ValueLoss(values, oldValues, returns, mask, p.ClipRangeValue)
+	if err != nil {
+		return CriticLossResult{}, err
+	}
+	r := CriticLossResult{DValue: zerosLike(mask), VFClipFrac: v.ClipFrac}
+	r.Loss, _ = Aggregate(v.Loss, w)
+	for i := range w {
+		for t := range w[i] {
+			r.DValue[i][t] = w[i][t] * v.DValue[i][t]
+		}
+	}
+	return r, nil
+}
+
+// AdvantageInput is what the preset's estimator needs; all token matrices
+// share Mask's shape.
+type AdvantageInput struct {
+	// Scores are the episode scores; used when TokenRewards is nil (placed on
+	// the last in-mask token by OutcomeRewards).
+	Scores []float64
+	// TokenRewards are per-token rewards (e.g. per-turn scores); optional.
+	TokenRewards [][]float64
+	// Groups are the episode groups (GRPO, RLOO).
+	Groups Groups
+	// Values are the critic's values at rollout time (GAE).
+	Values [][]float64
+	// OldLogProb and RefLogProb are read when the KL penalty in reward is on.
+	OldLogProb, RefLogProb [][]float64
+	Mask                   [][]bool
+}
+
+// Advantages runs the preset's estimator: the optional KL penalty in reward
+// (KLPenalizedRewards), then GAE, REINFORCE++, or a group estimator on the
+// per-episode sums of the token rewards, broadcast to the in-mask tokens.
+// Returns are the GAE / REINFORCE++ returns; for group estimators they equal
+// the advantages (as verl sets them).
+func (p Preset) Advantages(in AdvantageInput) (advantages, returns [][]float64, err error) {
+	if err := p.Validate(); err != nil {
+		return nil, nil, err
+	}
+	rewards := in.TokenRewards
+	if rewards == nil {
+		if rewards, err = OutcomeRewards(in.Scores, in.Mask); err != nil {
+			return nil, nil, err
+		}
+	}
+	if p.UseKLInReward {
+		if rewards, err = KLPenalizedRewards(rewards, in.OldLogProb, in.RefLogProb, in.Mask, p.KLRewardCoef, p.KLPenalty); err != nil {
+			return nil, nil, err
+		}
+	}
+	switch p.Estimator {
+	case EstimatorGAE:
+		return GAE(rewards, in.Values, in.Mask, p.Gamma, p.Lambda)
+	case EstimatorReinforcePP:
+		return ReinforcePlusPlus(rewards, in.Mask, p.Gamma)
+	}
+	if err := checkTokens("rewards", rewards, in.Mask); err != nil {
+		return nil, nil, err
+	}
+	scores := make([]float64, len(in.Mask))
+	for i := range in.Mask {
+		for t, m := range in.Mask[i] {
+			if m {
+				scores[i] += rewards[i][t]
+			}
+		}
+	}
+	var seq []float64
+	if p.Estimator == EstimatorRLOO {
+		seq, err = RLOOAdvantages(scores, in.Groups)
+	} else {
+		seq, err = GroupAdvantages(scores, in.Groups, p.NormAdvByStd)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	adv, err := BroadcastToTokens(seq, in.Mask)
+	if err != nil {
+		return nil, nil, err
+	}
+	return adv, adv, nil
+}

@@ -1,0 +1,165 @@
+package algos
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Presets: the four algorithms of the RAGEN-2 main table
+// (scripts/runs/run_main_table_diff_algo.sh on top of config/base.yaml):
+//
+//	PPO     gae,  token-mean
+//	DAPO    gae,  token-mean, clip 0.2/0.28, no KL in loss or reward (not dynamic sampling)
+//	GRPO    grpo, std-normalised,  seq-mean-token-mean
+//	DrGRPO  grpo, no std,          seq-mean-token-sum
+//
+// Shared defaults (base.yaml and the script's common overrides): γ = λ = 1,
+// clip_ratio_low/high = 0.2/0.28, dual-clip c = 3, entropy_coeff = 0.001,
+// use_kl_loss = false (kl_loss_type low_var_kl and kl_loss_coef 0.001 set but
+// inactive; DAPO sets the coefficient to 0), no KL in reward, value clip 0.5.
+// Because base.yaml already has clip-higher and no KL, PPO and DAPO resolve
+// to the same effective settings; they differ only in the (inactive)
+// kl_loss_coef.
+
+// AdvantageEstimator names an advantage estimator (verl's adv_estimator).
+type AdvantageEstimator string
+
+// The advantage estimators.
+const (
+	EstimatorGAE         AdvantageEstimator = "gae"
+	EstimatorGRPO        AdvantageEstimator = "grpo" // GRPO or Dr.GRPO, by NormAdvByStd
+	EstimatorRLOO        AdvantageEstimator = "rloo"
+	EstimatorReinforcePP AdvantageEstimator = "reinforce_plus_plus"
+)
+
+// Preset is a complete set of learner settings.
+type Preset struct {
+	Name string `json:"name" yaml:"name"`
+
+	Estimator    AdvantageEstimator `json:"adv_estimator" yaml:"adv_estimator"`
+	NormAdvByStd bool               `json:"norm_adv_by_std_in_grpo" yaml:"norm_adv_by_std_in_grpo"` // GRPO: divide by std_g + 1e-6
+	Gamma        float64            `json:"gamma" yaml:"gamma"`
+	Lambda       float64            `json:"lam" yaml:"lam"`
+
+	ClipLow    float64     `json:"clip_ratio_low" yaml:"clip_ratio_low"`
+	ClipHigh   float64     `json:"clip_ratio_high" yaml:"clip_ratio_high"`
+	ClipRatioC float64     `json:"clip_ratio_c" yaml:"clip_ratio_c"` // 0 disables dual-clip
+	LossAgg    LossAggMode `json:"loss_agg_mode" yaml:"loss_agg_mode"`
+
+	EntropyCoeff float64 `json:"entropy_coeff" yaml:"entropy_coeff"`
+
+	UseKLLoss  bool    `json:"use_kl_loss" yaml:"use_kl_loss"`
+	KLLossCoef float64 `json:"kl_loss_coef" yaml:"kl_loss_coef"`
+	KLLossType KLKind  `json:"kl_loss_type" yaml:"kl_loss_type"`
+
+	UseKLInReward bool    `json:"use_kl_in_reward" yaml:"use_kl_in_reward"`
+	KLRewardCoef  float64 `json:"kl_coef" yaml:"kl_coef"` // fixed controller
+	KLPenalty     KLKind  `json:"kl_penalty" yaml:"kl_penalty"`
+
+	ClipRangeValue float64 `json:"cliprange_value" yaml:"cliprange_value"`
+}
+
+// basePreset holds the settings every main-table preset shares.
+func basePreset() Preset {
+	return Preset{
+		Gamma: 1, Lambda: 1,
+		ClipLow: 0.2, ClipHigh: 0.28, ClipRatioC: 3,
+		EntropyCoeff: 0.001,
+		KLLossCoef:   0.001, KLLossType: KL3,
+		KLPenalty:      KL1,
+		ClipRangeValue: 0.5,
+	}
+}
+
+// PresetPPO is PPO with a critic (GAE) and token-mean aggregation.
+func PresetPPO() Preset {
+	p := basePreset()
+	p.Name, p.Estimator, p.LossAgg = "PPO", EstimatorGAE, TokenMean
+	return p
+}
+
+// PresetDAPO is RAGEN-2's "DAPO": PPO + clip 0.2/0.28 + no KL + token-mean.
+func PresetDAPO() Preset {
+	p := PresetPPO()
+	p.Name = "DAPO"
+	p.ClipLow, p.ClipHigh = 0.2, 0.28
+	p.UseKLLoss, p.KLLossCoef = false, 0
+	p.UseKLInReward, p.KLRewardCoef = false, 0
+	return p
+}
+
+// PresetGRPO is GRPO: std-normalised group advantages, seq-mean-token-mean.
+func PresetGRPO() Preset {
+	p := basePreset()
+	p.Name, p.Estimator, p.NormAdvByStd, p.LossAgg = "GRPO", EstimatorGRPO, true, SeqMeanTokenMean
+	return p
+}
+
+// PresetDrGRPO is Dr.GRPO: mean-centred group advantages, seq-mean-token-sum.
+func PresetDrGRPO() Preset {
+	p := basePreset()
+	p.Name, p.Estimator, p.NormAdvByStd, p.LossAgg = "DrGRPO", EstimatorGRPO, false, SeqMeanTokenSum
+	return p
+}
+
+// PresetNames lists the names NewPreset accepts.
+func PresetNames() []string { return []string{"PPO", "DAPO", "GRPO", "DrGRPO"} }
+
+// NewPreset returns a named preset (case-insensitive; "dr_grpo" and
+// "dr-grpo" are accepted for DrGRPO).
+func NewPreset(name string) (Preset, error) {
+	switch strings.ToLower(strings.NewReplacer("_", "", "-", "", ".", "").Replace(name)) {
+	case "ppo":
+		return PresetPPO(), nil
+	case "dapo":
+		return PresetDAPO(), nil
+	case "grpo":
+		return PresetGRPO(), nil
+	case "drgrpo":
+		return PresetDrGRPO(), nil
+	}
+	return Preset{}, fmt.Errorf("algos: unknown preset %q (want one of %v)", name, PresetNames())
+}
+
+// Clip returns the PPO clipping parameters.
+func (p Preset) Clip() PPOClip {
+	return PPOClip{ClipLow: p.ClipLow, ClipHigh: p.ClipHigh, ClipRatioC: p.ClipRatioC}
+}
+
+// UsesCritic reports whether the estimator needs a value function.
+func (p Preset) UsesCritic() bool { return p.Estimator == EstimatorGAE }
+
+// Validate checks every field.
+func (p Preset) Validate() error {
+	switch p.Estimator {
+	case EstimatorGAE, EstimatorGRPO, EstimatorRLOO, EstimatorReinforcePP:
+	default:
+		return fmt.Errorf("algos: unknown adv_estimator %q", string(p.Estimator))
+	}
+	if err := p.Clip().Validate(); err != nil {
+		return err
+	}
+	if _, err := ParseLossAggMode(string(p.LossAgg)); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"gamma", p.Gamma}, {"lam", p.Lambda}, {"entropy_coeff", p.EntropyCoeff}, {"kl_loss_coef", p.KLLossCoef}, {"kl_coef", p.KLRewardCoef}, {"cliprange_value", p.ClipRangeValue}} {
+		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
+			return fmt.Errorf("algos: %s must be finite and ≥ 0, got %v", f.name, f.v)
+		}
+	}
+	if p.UseKLLoss {
+		if _, err := ParseKLKind(string(p.KLLossType)); err != nil {
+			return err
+		}
+	}
+	if p.UseKLInReward {
+		if _, err := ParseKLKind(string(p.KLPenalty)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
