@@ -2,15 +2,14 @@ package envs
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/agentrl/agentrl/internal/yamlpath"
 )
 
 // Validator is implemented by config types that check their own values.
@@ -70,7 +69,7 @@ func Register[C any](name string, r Registration[C]) error {
 	factory := func(node *yaml.Node) (*Factory, error) {
 		cfg := r.Default()
 		if node != nil {
-			if err := decodeStrict(node, &cfg); err != nil {
+			if err := yamlpath.DecodeStrict(node, &cfg); err != nil {
 				return nil, fmt.Errorf("env %q config: %w", name, err)
 			}
 		}
@@ -145,65 +144,4 @@ func NewFactoryYAML(name string, config []byte) (*Factory, error) {
 		return nil, fmt.Errorf("env %q config: %w", name, err)
 	}
 	return NewFactory(name, &doc)
-}
-
-// decodeStrict decodes node into out, rejecting keys out does not declare.
-// Going through a re-encoded document is what lets yaml's KnownFields check
-// apply to a node that is part of a larger file.
-func decodeStrict(node *yaml.Node, out any) error {
-	if node.Kind == yaml.DocumentNode && len(node.Content) == 1 {
-		node = node.Content[0]
-	}
-	if node.Kind == 0 || (node.Kind == yaml.ScalarNode && node.Tag == "!!null") {
-		return nil
-	}
-	if node.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: expected a mapping of keys to values", node.Line)
-	}
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	if err := enc.Encode(node); err != nil {
-		return err
-	}
-	if err := enc.Close(); err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(&buf)
-	dec.KnownFields(true)
-	if err := dec.Decode(out); err != nil && !errors.Is(err, io.EOF) {
-		return cleanYAMLError(err, node)
-	}
-	return nil
-}
-
-// cleanYAMLError rewrites yaml's "line n: field x not found in type pkg.T"
-// into a message that names the key in the user's terms. Line numbers refer
-// to the re-encoded document, so they are replaced by the key's line in the
-// original node where it can be found.
-func cleanYAMLError(err error, node *yaml.Node) error {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return err
-	}
-	msgs := slices.Clone(te.Errors)
-	for i, m := range msgs {
-		if strings.HasPrefix(m, "line ") {
-			if _, rest, ok := strings.Cut(m, ": "); ok {
-				m = rest
-			}
-		}
-		if after, ok := strings.CutPrefix(m, "field "); ok {
-			if key, _, ok := strings.Cut(after, " not found in type"); ok {
-				m = fmt.Sprintf("unknown key %q", key)
-				for j := 0; j+1 < len(node.Content); j += 2 {
-					if node.Content[j].Value == key {
-						m = fmt.Sprintf("line %d: %s", node.Content[j].Line, m)
-						break
-					}
-				}
-			}
-		}
-		msgs[i] = m
-	}
-	return errors.New(strings.Join(msgs, "; "))
 }

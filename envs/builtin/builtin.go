@@ -1,0 +1,15 @@
+// Package builtin registers every environment bundled with agentrl. Import it
+// for its side effect:
+//
+//	import _ "github.com/agentrl/agentrl/envs/builtin"
+//
+// A program that adds its own environments imports this package and
+// registers them beside the bundled ones.
+package builtin
+
+import (
+	_ "github.com/agentrl/agentrl/envs/bandit"     // "bandit"
+	_ "github.com/agentrl/agentrl/envs/countdown"  // "countdown"
+	_ "github.com/agentrl/agentrl/envs/frozenlake" // "frozenlake"
+	_ "github.com/agentrl/agentrl/envs/sokoban"    // "sokoban"
+)

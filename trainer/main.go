@@ -1,0 +1,109 @@
+// Command trainer is the agentrl command line.
+//
+//	trainer [train] -config configs/sokoban.yaml   train a policy (the default subcommand)
+//	trainer play -env sokoban -seed 3              play an environment in the terminal
+//
+// Run `trainer help` for the list of subcommands and `trainer SUBCOMMAND -h`
+// for the flags of one.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	_ "github.com/agentrl/agentrl/envs/builtin" // registers the bundled environments
+)
+
+// subcommand is one verb of the CLI.
+type subcommand struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, io stdio) error
+}
+
+// stdio bundles the streams a subcommand talks to, so tests can drive it.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+func subcommands() []subcommand {
+	return []subcommand{
+		{"train", "train a policy from a YAML config (default)", runTrain},
+		{"play", "play an environment in the terminal, replay actions, or watch its expert", runPlay},
+	}
+}
+
+// errUsage marks errors caused by the command line itself; main exits 2.
+var errUsage = errors.New("usage error")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code := dispatch(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})
+	stop()
+	os.Exit(code)
+}
+
+// dispatch runs the subcommand named by args[0] (train when args start with
+// a flag or are empty) and returns the process exit code.
+func dispatch(ctx context.Context, args []string, s stdio) int {
+	name := "train"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, args = args[0], args[1:]
+	}
+	if name == "help" {
+		printHelp(s.out)
+		return 0
+	}
+	for _, sc := range subcommands() {
+		if sc.name != name {
+			continue
+		}
+		err := sc.run(ctx, args, s)
+		switch {
+		case err == nil:
+			return 0
+		case errors.Is(err, flag.ErrHelp):
+			return 0
+		case errors.Is(err, errUsage):
+			fmt.Fprintf(s.err, "trainer %s: %v\n", name, err)
+			return 2
+		default:
+			fmt.Fprintf(s.err, "trainer %s: %v\n", name, err)
+			return 1
+		}
+	}
+	fmt.Fprintf(s.err, "trainer: unknown subcommand %q\n\n", name)
+	printHelp(s.err)
+	return 2
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "usage: trainer [subcommand] [flags]")
+	fmt.Fprintln(w)
+	for _, sc := range subcommands() {
+		fmt.Fprintf(w, "  %-8s %s\n", sc.name, sc.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'trainer SUBCOMMAND -h' for the flags of one.")
+}
+
+// usageErrorf builds an error that makes the CLI exit with status 2.
+func usageErrorf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, args...))
+}
+
+// parseError marks a flag-parsing failure as a usage error; -h stays help.
+func parseError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return fmt.Errorf("%w: %v", errUsage, err)
+}
