@@ -9,6 +9,7 @@ package builtin
 
 import (
 	_ "github.com/agentrl/agentrl/envs/bandit"     // "bandit"
+	_ "github.com/agentrl/agentrl/envs/codeexec"   // "codeexec"
 	_ "github.com/agentrl/agentrl/envs/countdown"  // "countdown"
 	_ "github.com/agentrl/agentrl/envs/frozenlake" // "frozenlake"
 	_ "github.com/agentrl/agentrl/envs/sokoban"    // "sokoban"
