@@ -30,7 +30,17 @@ func RunChat(ctx context.Context, cfg Config, model ChatModel, factory *envs.Fac
 	for i, seed := range seeds {
 		eps[i] = &episode{traj: Trajectory{Group: i, Seed: seed}}
 	}
-	e.parallel(ctx, eps, func(i int, ep *episode) { e.playChat(ctx, model, ep, seeds[i]) })
+	e.parallel(ctx, eps, func(i int, ep *episode) {
+		e.playText(ctx, ep, func(ctx context.Context, turn int) (string, error) {
+			sp := e.cfg.Sampling
+			sp.Seed = mixSeed(seeds[i], uint64(turn))
+			reply, err := model.Chat(ctx, ep.traj.Messages, sp)
+			if err != nil {
+				return "", fmt.Errorf("chat: %w", err)
+			}
+			return reply, nil
+		})
+	})
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -41,19 +51,19 @@ func RunChat(ctx context.Context, cfg Config, model ChatModel, factory *envs.Fac
 	return out, nil
 }
 
-func (e *Engine) playChat(ctx context.Context, model ChatModel, ep *episode, seed uint64) {
+// playText plays one episode whose replies are text from reply (a chat
+// model, an expert), with the engine's prompts, parsing and limits.
+func (e *Engine) playText(ctx context.Context, ep *episode, reply func(ctx context.Context, turn int) (string, error)) {
 	if err := open(ctx, &e.cfg, e.factory, ep); err != nil {
 		ep.traj.Err = err.Error()
 		return
 	}
 	for turn := 1; turn <= e.cfg.MaxTurns && !ep.finished; turn++ {
-		sp := e.cfg.Sampling
-		sp.Seed = mixSeed(seed, uint64(turn))
 		sctx, cancel := context.WithTimeout(ctx, e.cfg.SampleTimeout)
-		reply, err := model.Chat(sctx, ep.traj.Messages, sp)
+		reply, err := reply(sctx, turn)
 		cancel()
 		if err != nil {
-			ep.traj.Err = fmt.Sprintf("turn %d: chat: %v", turn, err)
+			ep.traj.Err = fmt.Sprintf("turn %d: %v", turn, err)
 			return
 		}
 		// A chat endpoint cannot be handed the opening "<think>" as the start
