@@ -13,4 +13,5 @@ import (
 	_ "github.com/agentrl/agentrl/envs/countdown"  // "countdown"
 	_ "github.com/agentrl/agentrl/envs/frozenlake" // "frozenlake"
 	_ "github.com/agentrl/agentrl/envs/sokoban"    // "sokoban"
+	_ "github.com/agentrl/agentrl/envs/webshop"    // "webshop"
 )
