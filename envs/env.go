@@ -71,6 +71,11 @@ type Advice struct {
 	// things are, what the plan is). It must depend on the state so that a
 	// model trained to reproduce it learns to read its input.
 	Rationale string
+	// Brief is a terse, still state-specific form of the rationale (the key
+	// positions in a few tokens, e.g. "P4,3 X3,3 O1,3"), for small models
+	// trained from scratch, where every generated token costs. Empty when
+	// the environment offers none; Rationale serves then.
+	Brief string
 }
 
 // Expert is implemented by environments that can say what to do next.

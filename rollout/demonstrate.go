@@ -15,11 +15,22 @@ import (
 // "<think>rationale</think><answer>a1 || a2</answer>" with up to
 // MaxActionsPerTurn actions.
 //
-// With perturb > 0 each demonstrated action is, with that probability,
-// replaced by an action drawn uniformly from the vocabulary (the rationale
-// is kept), which makes the demonstrations, and a model imitating them,
-// clearly worse than the expert. Randomness comes from seed.
-func Demonstrate(ctx context.Context, cfg Config, factory *envs.Factory, seeds []uint64, perturb float64, seed uint64) ([]Trajectory, error) {
+// DemoOptions shape the demonstrations.
+type DemoOptions struct {
+	// Perturb is the probability that a demonstrated action is replaced by
+	// one drawn uniformly from the vocabulary (the rationale is kept), which
+	// makes the demonstrations, and a model imitating them, clearly worse
+	// than the expert.
+	Perturb float64
+	// Brief writes the expert's terse rationale (Advice.Brief) where it has
+	// one, for small models.
+	Brief bool
+	// Seed drives the perturbations and the choice of phrasings.
+	Seed uint64
+}
+
+// Demonstrate plays the demonstrations; see DemoOptions.
+func Demonstrate(ctx context.Context, cfg Config, factory *envs.Factory, seeds []uint64, opts DemoOptions) ([]Trajectory, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("rollout config: %w", err)
 	}
@@ -29,7 +40,7 @@ func Demonstrate(ctx context.Context, cfg Config, factory *envs.Factory, seeds [
 		eps[i] = &episode{traj: Trajectory{Group: i, Seed: s}}
 	}
 	e.parallel(ctx, eps, func(i int, ep *episode) {
-		rng := envs.NewRand(mixSeed(seed, seeds[i]), 0xde40)
+		rng := envs.NewRand(mixSeed(opts.Seed, seeds[i]), 0xde40)
 		e.playText(ctx, ep, func(context.Context, int) (string, error) {
 			expert, ok := ep.env.(envs.Expert)
 			if !ok {
@@ -45,7 +56,7 @@ func Demonstrate(ctx context.Context, cfg Config, factory *envs.Factory, seeds [
 			}
 			if vocab := ep.vocabulary; len(vocab) > 0 {
 				for j := range actions {
-					if rng.Float64() < perturb {
+					if rng.Float64() < opts.Perturb {
 						actions[j] = vocab[rng.IntN(len(vocab))]
 					}
 				}
@@ -54,7 +65,11 @@ func Demonstrate(ctx context.Context, cfg Config, factory *envs.Factory, seeds [
 			if !cfg.Think {
 				return answer, nil
 			}
-			return "<think>" + advice.Rationale + "</think>" + answer, nil
+			rationale := advice.Rationale
+			if opts.Brief && advice.Brief != "" {
+				rationale = advice.Brief
+			}
+			return "<think>" + rationale + "</think>" + answer, nil
 		})
 	})
 	if err := ctx.Err(); err != nil {

@@ -21,7 +21,7 @@ func TestDemonstrate(t *testing.T) {
 		seeds[i] = uint64(i)
 	}
 	rate := func(perturb float64) float64 {
-		trajs, err := Demonstrate(context.Background(), cfg, factory, seeds, perturb, 1)
+		trajs, err := Demonstrate(context.Background(), cfg, factory, seeds, DemoOptions{Perturb: perturb, Brief: perturb > 0, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -164,5 +164,5 @@ func (e *Env) Advise(_ int, rng *rand.Rand) (envs.Advice, error) {
 		tmpl = rationaleTemplates[rng.IntN(len(rationaleTemplates))]
 	}
 	high, low := e.arms[e.highArm], e.arms[1-e.highArm]
-	return envs.Advice{Actions: []string{high}, Rationale: fmt.Sprintf(tmpl, low, high)}, nil
+	return envs.Advice{Actions: []string{high}, Rationale: fmt.Sprintf(tmpl, low, high), Brief: high + " is risky, " + low + " is safe"}, nil
 }

@@ -225,5 +225,5 @@ func (e *Env) Advise(_ int, rng *rand.Rand) (envs.Advice, error) {
 	if !ok {
 		return envs.Advice{}, fmt.Errorf("countdown: no solution for target %d with %v", e.inst.Target, e.inst.Numbers)
 	}
-	return envs.Advice{Actions: []string{sol.Expression}, Rationale: rationale(e.inst, sol, rng)}, nil
+	return envs.Advice{Actions: []string{sol.Expression}, Rationale: rationale(e.inst, sol, rng), Brief: strings.Join(sol.Steps, ", ")}, nil
 }

@@ -103,7 +103,8 @@ func (e *Env) Advise(maxActions int, rng *rand.Rand) (envs.Advice, error) {
 	if maxActions > 0 && len(actions) > maxActions {
 		actions = actions[:maxActions]
 	}
-	return envs.Advice{Actions: actions, Rationale: rationale}, nil
+	brief := fmt.Sprintf("P%d,%d G%d,%d", e.pos.Row, e.pos.Col, m.goal.Row, m.goal.Col)
+	return envs.Advice{Actions: actions, Rationale: rationale, Brief: brief}, nil
 }
 
 // rationale explains the route in one of several phrasings. It names the

@@ -113,3 +113,20 @@ func TestAdviseSlippery(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAdviseBrief(t *testing.T) {
+	e, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.LoadLevel("SFF\nFHF\nFFG\n"); err != nil {
+		t.Fatal(err)
+	}
+	adv, err := e.Advise(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if adv.Brief != "P0,0 G2,2" {
+		t.Errorf("Brief = %q, want %q", adv.Brief, "P0,0 G2,2")
+	}
+}

@@ -58,7 +58,27 @@ func (e *Env) Advise(maxActions int, rng *rand.Rand) (envs.Advice, error) {
 	for i, a := range plan[:n] {
 		actions[i] = a.String()
 	}
-	return envs.Advice{Actions: actions, Rationale: rationale(b, e.player, boxes, plan, st, rng)}, nil
+	return envs.Advice{Actions: actions, Rationale: rationale(b, e.player, boxes, plan, st, rng), Brief: brief(b, e.player, boxes)}, nil
+}
+
+// brief lists the player, the boxes and the targets as "P4,3 X3,3 O1,3".
+func brief(b *board, player int, boxes []int) string {
+	var sb strings.Builder
+	cell := func(tag byte, c int) {
+		if sb.Len() > 0 {
+			sb.WriteByte(' ')
+		}
+		p := b.pos(c)
+		fmt.Fprintf(&sb, "%c%d,%d", tag, p.Row, p.Col)
+	}
+	cell('P', player)
+	for _, c := range boxes {
+		cell('X', c)
+	}
+	for _, c := range b.targets {
+		cell('O', c)
+	}
+	return sb.String()
 }
 
 // plan returns the tie-broken shortest solution from the current state.

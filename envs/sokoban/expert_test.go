@@ -130,3 +130,20 @@ func TestAdviceSolvedAndDeadlocked(t *testing.T) {
 	}
 	var _ envs.Expert = e
 }
+
+func TestAdviseBrief(t *testing.T) {
+	e, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.LoadLevel("######\n#@ $.#\n######\n"); err != nil {
+		t.Fatal(err)
+	}
+	adv, err := e.Advise(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if adv.Brief != "P1,1 X1,3 O1,4" {
+		t.Errorf("Brief = %q, want %q", adv.Brief, "P1,1 X1,3 O1,4")
+	}
+}

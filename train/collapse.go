@@ -1,0 +1,115 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/agentrl/agentrl/algos"
+	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/rollout"
+)
+
+// collapseMetrics computes the template-collapse (mutual information)
+// metrics on the unfiltered batch: reasoning chains Z (the tokens strictly
+// between <think> and </think>) scored under every sampled prompt X (the
+// conversation up to and including the turn's <think>), by the current
+// policy, with the token ids the policy produced.
+func collapseMetrics(ctx context.Context, p policy.Policy, trajs []rollout.Trajectory, cfg CollapseConfig, ema *algos.CollapseEMA, rng *rand.Rand) (map[string]float64, error) {
+	start := time.Now()
+	turns := make([]algos.TrajectoryTurns, len(trajs))
+	for i, tr := range trajs {
+		turns[i].Group = tr.Group
+		for _, turn := range tr.Turns {
+			turns[i].Valid = append(turns[i].Valid, tr.Err == "" && turn.HasThink())
+		}
+	}
+	metrics := map[string]float64{"collapse/valid_thinking_rate": algos.ValidThinkingRate(turns)}
+	type scheme struct {
+		name   string
+		on     bool
+		sample func(*rand.Rand, []algos.TrajectoryTurns, int) (algos.PairSample, error)
+	}
+	for _, s := range []scheme{
+		{algos.SchemeFirstTurn, cfg.FirstTurn, algos.SampleFirstTurnPairs},
+		{algos.SchemeTrajectory, cfg.Trajectory, algos.SampleTrajectoryPairs},
+	} {
+		if !s.on {
+			continue
+		}
+		schemeStart := time.Now()
+		ps, err := s.sample(rng, turns, cfg.Samples)
+		if err != nil {
+			return nil, err
+		}
+		if s.name == algos.SchemeFirstTurn {
+			for k, v := range ps.FirstTurnCountMetrics() {
+				metrics[k] = v
+			}
+		}
+		if ps.NumCols() < 2 {
+			continue // nothing to tell apart
+		}
+		prompt := func(pr algos.Pair) []int {
+			tr := &trajs[pr.Traj]
+			return tr.Tokens[:tr.Turns[pr.Turn].PromptEnd]
+		}
+		// A long prompt followed by a long chain can exceed the context:
+		// every prompt keeps at most its last (context - longest chain)
+		// tokens, the part that holds the current state.
+		longest := 0
+		for _, pr := range ps.Pairs {
+			turn := trajs[pr.Traj].Turns[pr.Turn]
+			longest = max(longest, turn.ThinkEnd-turn.ThinkStart)
+		}
+		limit := p.Info().MaxContext - longest
+		prompts := make([][]int, ps.NumCols())
+		for j, pr := range ps.ColPair {
+			prompts[j] = prompt(pr)
+			if limit > 0 && len(prompts[j]) > limit {
+				prompts[j] = prompts[j][len(prompts[j])-limit:]
+			}
+		}
+		// Column-major requests: consecutive requests share a prompt, which
+		// an in-process policy scores from one cached prompt pass.
+		var reqs []policy.ScoreRequest
+		for j := range prompts {
+			for _, pr := range ps.Pairs {
+				turn := trajs[pr.Traj].Turns[pr.Turn]
+				reqs = append(reqs, policy.ScoreRequest{Prompt: prompts[j], Continuation: trajs[pr.Traj].Tokens[turn.ThinkStart:turn.ThinkEnd]})
+			}
+		}
+		scores, err := p.Score(ctx, reqs)
+		if err != nil {
+			return nil, err
+		}
+		rows := len(ps.Pairs)
+		in := algos.CollapseInput{LSum: make([][]float64, rows), ReasoningLen: make([]int, rows), Col: ps.Col, ColKey: algos.ColumnKeys(prompts)}
+		for r, pr := range ps.Pairs {
+			turn := trajs[pr.Traj].Turns[pr.Turn]
+			in.ReasoningLen[r] = turn.ThinkEnd - turn.ThinkStart
+			in.LSum[r] = make([]float64, len(prompts))
+			for j := range prompts {
+				var sum float64
+				for _, lp := range scores[j*rows+r] {
+					sum += lp
+				}
+				in.LSum[r][j] = sum
+			}
+		}
+		res, err := algos.ComputeCollapse(in)
+		if errors.Is(err, algos.ErrTooFewColumns) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		ema.Update(s.name, &res)
+		for k, v := range res.Metrics(s.name) {
+			metrics[k] = v
+		}
+		metrics["timing_s/"+s.name] = time.Since(schemeStart).Seconds()
+	}
+	metrics["timing_s/collapse_total"] = time.Since(start).Seconds()
+	return metrics, nil
+}

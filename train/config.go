@@ -1,0 +1,314 @@
+package train
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/agentrl/agentrl/algos"
+	"github.com/agentrl/agentrl/internal/yamlpath"
+	"github.com/agentrl/agentrl/rollout"
+)
+
+// Config is a complete training run. It is decoded strictly from YAML: an
+// unknown key anywhere is an error naming it. Keys left out keep the values
+// of Default (with the algorithm preset named by algo.preset).
+type Config struct {
+	Run        RunConfig        `yaml:"run"`
+	Env        EnvConfig        `yaml:"env"`
+	Rollout    rollout.Config   `yaml:"rollout"`
+	Model      ModelConfig      `yaml:"model"`
+	Algo       AlgoConfig       `yaml:"algo"`
+	Filter     FilterConfig     `yaml:"filter"`
+	Collapse   CollapseConfig   `yaml:"collapse"`
+	Validation ValidationConfig `yaml:"validation"`
+	WarmStart  WarmStartConfig  `yaml:"warm_start"`
+	Checkpoint CheckpointConfig `yaml:"checkpoint"`
+}
+
+// RunConfig sets the size and length of the run.
+type RunConfig struct {
+	// Seed determines everything random in the run: levels, samples,
+	// initialisation, shuffling.
+	Seed uint64 `yaml:"seed"`
+	// Steps is the number of RL steps.
+	Steps int `yaml:"steps"`
+	// Groups is the number of env groups (prompts) per step; GroupSize the
+	// number of samples per group (RAGEN: 8 × 16).
+	Groups    int `yaml:"groups"`
+	GroupSize int `yaml:"group_size"`
+	// Out is the run directory (metrics, events, transcripts, checkpoints).
+	Out string `yaml:"out"`
+	// TrainSeedBase is the first training level seed (RAGEN: 10000); step s
+	// uses seeds TrainSeedBase + s·Groups + g.
+	TrainSeedBase uint64 `yaml:"train_seed_base"`
+	// TranscriptsEvery writes readable sample transcripts every N steps
+	// (0: never).
+	TranscriptsEvery int `yaml:"transcripts_every"`
+	// NaNStopStreak stops the run after this many consecutive updates with
+	// a non-finite loss or gradient (each such update is skipped).
+	NaNStopStreak int `yaml:"nan_stop_streak"`
+}
+
+// EnvConfig names the environment and holds its own config mapping.
+type EnvConfig struct {
+	Name   string    `yaml:"name"`
+	Config yaml.Node `yaml:"config"`
+}
+
+// ModelConfig sizes the embedded transformer and its tokenizer.
+type ModelConfig struct {
+	DModel  int `yaml:"d_model"`
+	Layers  int `yaml:"layers"`
+	Heads   int `yaml:"heads"`
+	KVHeads int `yaml:"kv_heads"`
+	DFF     int `yaml:"d_ff"`
+	MaxSeq  int `yaml:"max_seq"`
+	// VocabSize is the tokenizer's target size (BPE trained on expert
+	// episodes of the environment).
+	VocabSize int `yaml:"vocab_size"`
+	// Init, when set, starts from this checkpoint directory instead of a
+	// fresh (or warm-started) model.
+	Init string `yaml:"init"`
+}
+
+// AlgoConfig is the learner: a preset (PPO, DAPO, GRPO, DrGRPO) whose
+// fields can be overridden one by one, plus optimisation settings.
+type AlgoConfig struct {
+	// Preset names the starting point; the inline fields below override it.
+	PresetName   string `yaml:"preset"`
+	algos.Preset `yaml:",inline"`
+
+	LR          float64 `yaml:"lr"`
+	CriticLR    float64 `yaml:"critic_lr"`
+	WarmupSteps int     `yaml:"warmup_steps"`
+	WeightDecay float64 `yaml:"weight_decay"`
+	GradClip    float64 `yaml:"grad_clip"`
+	Epochs      int     `yaml:"ppo_epochs"`
+	// MiniBatch is the number of trajectories per optimizer step.
+	MiniBatch int `yaml:"ppo_mini_batch_size"`
+}
+
+// FilterConfig is the SNR-aware rollout filter.
+type FilterConfig struct {
+	algos.FilterConfig `yaml:",inline"`
+	// EmptyStopSteps stops the run after this many consecutive steps whose
+	// batch was empty after filtering (RAGEN: 5).
+	EmptyStopSteps int `yaml:"empty_stop_steps"`
+	// VarianceEarlyStop turns on RAGEN's reward-variance early stop.
+	VarianceEarlyStop bool `yaml:"variance_early_stop"`
+}
+
+// CollapseConfig schedules the template-collapse (mutual information)
+// metrics.
+type CollapseConfig struct {
+	// Every computes them at step 1 and then every N steps (0: never).
+	Every int `yaml:"every"`
+	// Samples is the number of (prompt, reasoning) pairs scored per scheme.
+	Samples int `yaml:"samples"`
+	// FirstTurn and Trajectory select the two sampling schemes.
+	FirstTurn  bool `yaml:"first_turn"`
+	Trajectory bool `yaml:"trajectory"`
+}
+
+// ValidationConfig evaluates on held-out levels.
+type ValidationConfig struct {
+	// Every validates before training and then every N steps (0: never).
+	Every int `yaml:"every"`
+	// Levels is the number of held-out levels, disjoint by layout from
+	// every warm-start and training level.
+	Levels int `yaml:"levels"`
+	// SeedBase is where validation seeds start.
+	SeedBase uint64 `yaml:"seed_base"`
+	// Temperature for validation sampling.
+	Temperature float64 `yaml:"temperature"`
+}
+
+// WarmStartConfig is the supervised stage on expert demonstrations that
+// gives the embedded policy a starting point.
+type WarmStartConfig struct {
+	Enabled bool `yaml:"enabled"`
+	// Episodes is the number of demonstration episodes generated.
+	Episodes int `yaml:"episodes"`
+	// Perturb is the probability that a demonstrated action is replaced by
+	// a random one, so the warm-started policy is clearly worse than the
+	// expert and RL has something to learn.
+	Perturb float64 `yaml:"perturb"`
+	// Rationale is "brief" (the expert's terse form, a few tokens) or
+	// "full" (its sentences). Brief keeps sequences short for the small
+	// embedded model.
+	Rationale string `yaml:"rationale"`
+	// Duration bounds the supervised training time; Steps bounds its
+	// optimizer steps; whichever ends first.
+	Duration time.Duration `yaml:"duration"`
+	Steps    int           `yaml:"steps"`
+	Batch    int           `yaml:"batch"`
+	LR       float64       `yaml:"lr"`
+	// CacheDir holds warm-started checkpoints keyed by the config that
+	// produced them, so the stage runs once.
+	CacheDir string `yaml:"cache_dir"`
+}
+
+// CheckpointConfig schedules checkpoints.
+type CheckpointConfig struct {
+	// Every saves every N steps (0: only at the end and on interrupt).
+	Every int `yaml:"every"`
+	// Resume continues from the run directory's latest checkpoint if there
+	// is one.
+	Resume bool `yaml:"resume"`
+}
+
+// Default returns the configuration every config file starts from: RAGEN's
+// CoordSokoban task, sized for a few minutes per dozen steps on two CPU cores.
+func Default() Config {
+	ro := rollout.DefaultConfig()
+	ro.PromptStyle = rollout.PromptCompact
+	ro.Sampling.MaxTokens = 48
+	ro.Concurrency = 4
+	return Config{
+		Run: RunConfig{Seed: 1, Steps: 60, Groups: 8, GroupSize: 8, Out: "runs/sokoban",
+			TrainSeedBase: 10000, TranscriptsEvery: 10, NaNStopStreak: 3},
+		Env:     EnvConfig{Name: "sokoban"},
+		Rollout: ro,
+		Model:   ModelConfig{DModel: 128, Layers: 2, Heads: 4, KVHeads: 4, DFF: 352, MaxSeq: 768, VocabSize: 512},
+		Algo: AlgoConfig{PresetName: "GRPO", Preset: algos.PresetGRPO(), LR: 1e-4, CriticLR: 1e-4, WarmupSteps: 0,
+			WeightDecay: 0, GradClip: 1, Epochs: 1, MiniBatch: 32},
+		Filter:     FilterConfig{FilterConfig: algos.RecommendedFilterConfig(), EmptyStopSteps: 5},
+		Collapse:   CollapseConfig{Every: 5, Samples: 64, FirstTurn: true, Trajectory: true},
+		Validation: ValidationConfig{Every: 5, Levels: 128, SeedBase: 1 << 40, Temperature: 1},
+		WarmStart: WarmStartConfig{Enabled: true, Episodes: 6000, Perturb: 0.2, Rationale: "brief", Duration: 3 * time.Minute,
+			Steps: 100000, Batch: 32, LR: 3e-3, CacheDir: "runs/cache"},
+		Checkpoint: CheckpointConfig{Every: 10, Resume: true},
+	}
+}
+
+// Load reads a config file and applies `key=value` overrides (dotted keys,
+// e.g. "algo.lr=3e-4" or "env.config.dim_x=8").
+func Load(path string, overrides []string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg, err := Parse(data, overrides)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// Parse decodes a config document; see Load.
+func Parse(data []byte, overrides []string) (Config, error) {
+	doc := &yaml.Node{Kind: yaml.DocumentNode}
+	if len(bytes.TrimSpace(data)) > 0 {
+		if err := yaml.Unmarshal(data, doc); err != nil {
+			return Config{}, err
+		}
+	}
+	for _, o := range overrides {
+		key, value, err := yamlpath.ParseOverride(o)
+		if err != nil {
+			return Config{}, err
+		}
+		if err := yamlpath.Set(doc, key, value); err != nil {
+			return Config{}, err
+		}
+	}
+	cfg := Default()
+	if n := yamlpath.Get(doc, "algo.preset"); n != nil {
+		preset, err := algos.NewPreset(n.Value)
+		if err != nil {
+			return Config{}, fmt.Errorf("algo.preset: %w", err)
+		}
+		cfg.Algo.PresetName, cfg.Algo.Preset = n.Value, preset
+	}
+	if err := yamlpath.DecodeStrict(doc, &cfg); err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// Validate checks every section and names the first offending key.
+func (c *Config) Validate() error {
+	var errs []error
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
+	}
+	check(c.Run.Steps >= 0, "run.steps: must be >= 0, got %d", c.Run.Steps)
+	check(c.Run.Groups >= 1, "run.groups: must be at least 1, got %d", c.Run.Groups)
+	check(c.Run.GroupSize >= 1, "run.group_size: must be at least 1, got %d", c.Run.GroupSize)
+	check(c.Run.Out != "", "run.out: must name a directory")
+	check(c.Run.NaNStopStreak >= 1, "run.nan_stop_streak: must be at least 1, got %d", c.Run.NaNStopStreak)
+	check(c.Env.Name != "", "env.name: must name a registered environment")
+	if err := c.Rollout.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("rollout.%w", err))
+	}
+	check(c.Model.DModel >= 8 && c.Model.Heads >= 1 && c.Model.DModel%c.Model.Heads == 0,
+		"model.d_model: must be at least 8 and divisible by model.heads (got %d and %d)", c.Model.DModel, c.Model.Heads)
+	check(c.Model.Layers >= 1, "model.layers: must be at least 1, got %d", c.Model.Layers)
+	check(c.Model.DFF >= 1, "model.d_ff: must be at least 1, got %d", c.Model.DFF)
+	check(c.Model.MaxSeq >= 64, "model.max_seq: must be at least 64, got %d", c.Model.MaxSeq)
+	check(c.Model.VocabSize >= 267, "model.vocab_size: must be at least 267 (bytes and special tokens), got %d", c.Model.VocabSize)
+	if err := c.Algo.Preset.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("algo: %w", err))
+	}
+	check(c.Algo.LR > 0, "algo.lr: must be positive, got %v", c.Algo.LR)
+	check(!c.Algo.UsesCritic() || c.Algo.CriticLR > 0, "algo.critic_lr: must be positive with a critic, got %v", c.Algo.CriticLR)
+	check(c.Algo.GradClip >= 0, "algo.grad_clip: must be >= 0 (0 disables), got %v", c.Algo.GradClip)
+	check(c.Algo.Epochs >= 1, "algo.ppo_epochs: must be at least 1, got %d", c.Algo.Epochs)
+	check(c.Algo.MiniBatch >= 1, "algo.ppo_mini_batch_size: must be at least 1, got %d", c.Algo.MiniBatch)
+	check(c.Algo.WarmupSteps >= 0, "algo.warmup_steps: must be >= 0, got %d", c.Algo.WarmupSteps)
+	if _, err := algos.SelectGroups(c.Filter.FilterConfig, []float64{1}); err != nil {
+		errs = append(errs, fmt.Errorf("filter: %w", err))
+	}
+	check(c.Filter.EmptyStopSteps >= 1, "filter.empty_stop_steps: must be at least 1, got %d", c.Filter.EmptyStopSteps)
+	check(c.Collapse.Every >= 0, "collapse.every: must be >= 0, got %d", c.Collapse.Every)
+	check(c.Collapse.Samples >= 2, "collapse.samples: must be at least 2, got %d", c.Collapse.Samples)
+	check(c.Validation.Every >= 0, "validation.every: must be >= 0, got %d", c.Validation.Every)
+	check(c.Validation.Every == 0 || c.Validation.Levels >= 1, "validation.levels: must be at least 1, got %d", c.Validation.Levels)
+	check(c.Validation.Temperature >= 0, "validation.temperature: must be >= 0, got %v", c.Validation.Temperature)
+	if c.WarmStart.Enabled {
+		check(c.WarmStart.Episodes >= 1, "warm_start.episodes: must be at least 1, got %d", c.WarmStart.Episodes)
+		check(c.WarmStart.Perturb >= 0 && c.WarmStart.Perturb < 1, "warm_start.perturb: must be in [0, 1), got %v", c.WarmStart.Perturb)
+		check(c.WarmStart.Duration > 0 || c.WarmStart.Steps > 0, "warm_start.duration or warm_start.steps: one must be positive")
+		check(c.WarmStart.Rationale == "brief" || c.WarmStart.Rationale == "full", "warm_start.rationale: must be brief or full, got %q", c.WarmStart.Rationale)
+		check(c.WarmStart.Batch >= 1, "warm_start.batch: must be at least 1, got %d", c.WarmStart.Batch)
+		check(c.WarmStart.LR > 0, "warm_start.lr: must be positive, got %v", c.WarmStart.LR)
+	}
+	check(c.Checkpoint.Every >= 0, "checkpoint.every: must be >= 0, got %d", c.Checkpoint.Every)
+	return errors.Join(errs...)
+}
+
+// YAML renders the resolved configuration, as `-dry-run` prints it and as
+// it is saved in the run directory.
+func (c *Config) YAML() (string, error) {
+	var b strings.Builder
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return "", err
+	}
+	if err := enc.Close(); err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return b.String(), nil
+}
+
+// yamlString renders a YAML node (empty for an absent one).
+func yamlString(n *yaml.Node) (string, error) {
+	if n.Kind == 0 {
+		return "", nil
+	}
+	out, err := yaml.Marshal(n)
+	return string(out), err
+}

@@ -1,0 +1,250 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/agentrl/agentrl/envs/sokoban"
+)
+
+// tinyConfig is a run small enough for the test suite: a 2-layer 32-wide
+// model, a short warm start, 2 groups of 4.
+func tinyConfig(t *testing.T, out string, steps int) Config {
+	t.Helper()
+	cfg, err := Parse([]byte(`
+env:
+  name: sokoban
+run:
+  steps: `+fmt.Sprint(steps)+`
+  groups: 2
+  group_size: 4
+  out: `+out+`
+  transcripts_every: 2
+model:
+  d_model: 32
+  layers: 1
+  heads: 2
+  kv_heads: 2
+  d_ff: 64
+  max_seq: 640
+  vocab_size: 300
+rollout:
+  max_turns: 3
+  sampling:
+    max_tokens: 24
+algo:
+  ppo_mini_batch_size: 4
+  lr: 0.001
+  entropy_coeff: 0.01
+filter:
+  value: 1
+  include_zero: true
+collapse:
+  every: 2
+  samples: 8
+validation:
+  every: 2
+  levels: 4
+warm_start:
+  episodes: 40
+  duration: 0s
+  steps: 150
+  batch: 8
+  cache_dir: `+filepath.Join(filepath.Dir(out), "cache")+`
+checkpoint:
+  every: 2
+`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func quietOptions() Options {
+	return Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Console: io.Discard}
+}
+
+func TestRunWritesMetricsAndResumesOnTheSameCurve(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := t.TempDir()
+	run := func(out string, steps int) []map[string]float64 {
+		tr, err := New(tinyConfig(t, filepath.Join(dir, out), steps), quietOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := ReadMetrics(filepath.Join(dir, out))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	full := run("full", 4)
+	run("split", 2)
+	resumed := run("split", 4)
+
+	if len(full) != 5 || len(resumed) != 5 { // step 0 (validation) + 4 steps
+		t.Fatalf("metrics lines: full %d, resumed %d; want 5", len(full), len(resumed))
+	}
+	for i := range full {
+		a, b := full[i], resumed[i]
+		if a["step"] != b["step"] {
+			t.Fatalf("line %d: steps %v vs %v", i, a["step"], b["step"])
+		}
+		for k, v := range a {
+			if strings.HasPrefix(k, "timing_s/") {
+				continue
+			}
+			w, ok := b[k]
+			if !ok {
+				t.Errorf("step %v: %s missing after resume", a["step"], k)
+				continue
+			}
+			if !(v == w || (math.IsNaN(v) && math.IsNaN(w))) {
+				t.Errorf("step %v: %s = %v uninterrupted, %v resumed", a["step"], k, v, w)
+			}
+		}
+	}
+	last := full[len(full)-1]
+	for _, k := range []string{"train/success", "train/score", "actor/pg_loss", "rollout/filter_kept_ratio",
+		"val-env/success", "val-env/random_success", "collapse_first_turn_sample/mi_estimate"} {
+		if _, ok := last[k]; !ok {
+			t.Errorf("final metrics lack %s: %v", k, sortedKeys(last))
+		}
+	}
+	for _, name := range []string{configFile, eventsDir, transcriptsDir, filepath.Join(checkpointsDir, latestCheckpoint, "model.safetensors")} {
+		if _, err := os.Stat(filepath.Join(dir, "full", name)); err != nil {
+			t.Errorf("run directory lacks %s: %v", name, err)
+		}
+	}
+}
+
+func TestInterruptSavesCheckpoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := t.TempDir()
+	cfg := tinyConfig(t, filepath.Join(dir, "run"), 50)
+	tr, err := New(cfg, quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Cancel once the first step's metrics are written.
+	go func() {
+		for {
+			if ms, err := ReadMetrics(cfg.Run.Out); err == nil && len(ms) >= 2 {
+				cancel()
+				return
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	err = tr.Run(ctx)
+	if err != context.Canceled {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Run.Out, checkpointsDir, latestCheckpoint, stateFile)); err != nil {
+		t.Errorf("no checkpoint after interrupt: %v", err)
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	cases := map[string]string{
+		"run:\n  stepz: 3\n":               `unknown key "stepz"`,
+		"algo:\n  preset: TRPO\n":          "algo.preset",
+		"algo:\n  lr: -1\n":                "algo.lr",
+		"filter:\n  strategy: best\n":      "filter",
+		"rollout:\n  max_turns: 0\n":       "rollout.max_turns",
+		"warm_start:\n  rationale: long\n": "warm_start.rationale",
+		"model:\n  d_model: 30\n":          "model.d_model",
+	}
+	for doc, want := range cases {
+		_, err := Parse([]byte(doc), nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want an error naming %s", doc, err, want)
+		}
+	}
+	cfg, err := Parse([]byte("algo:\n  preset: PPO\n"), []string{"algo.entropy_coeff=0", "env.config.dim_x=7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Algo.UsesCritic() || cfg.Algo.EntropyCoeff != 0 {
+		t.Errorf("preset PPO with override: %+v", cfg.Algo)
+	}
+	if _, err := New(cfg, quietOptions()); err != nil {
+		t.Errorf("env override rejected: %v", err)
+	}
+	bad, _ := Parse(nil, []string{"env.config.dim_z=7"})
+	if _, err := New(bad, quietOptions()); err == nil || !strings.Contains(err.Error(), "dim_z") {
+		t.Errorf("unknown env key: %v", err)
+	}
+}
+
+func TestNonFiniteLossesSkipThenStop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := t.TempDir()
+	cfg := tinyConfig(t, filepath.Join(dir, "run"), 10)
+	cfg.Validation.Every = 0
+	cfg.Collapse.Every = 0
+	tr, err := New(cfg, quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tr.open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.rec.close()
+	// Healthy first step, then the weights blow up.
+	m, err := s.step(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["actor/skipped_updates"] != 0 || s.state.NaNStreak != 0 {
+		t.Fatalf("healthy step skipped updates: %v", m["actor/skipped_updates"])
+	}
+	before := append([]float32(nil), s.actor.Params()...)
+	for i := range s.actor.Params() {
+		if i%7 == 0 {
+			s.actor.Params()[i] = float32(math.NaN())
+		}
+	}
+	for i := 1; i <= cfg.Run.NaNStopStreak; i++ {
+		m, err := s.step(context.Background())
+		if err != nil {
+			t.Fatalf("step with NaN weights: %v", err)
+		}
+		if m["actor/skipped_updates"] == 0 || s.state.NaNStreak != i {
+			t.Fatalf("NaN step %d: skipped %v, streak %d", i, m["actor/skipped_updates"], s.state.NaNStreak)
+		}
+	}
+	if s.state.Stopped == "" {
+		t.Error("run not stopped after a streak of non-finite losses")
+	}
+	// Skipped updates leave the (NaN) weights untouched rather than
+	// spreading NaN: the non-NaN entries are unchanged from before.
+	for i, v := range s.actor.Params() {
+		if i%7 != 0 && v != before[i] {
+			t.Fatalf("param %d changed by a skipped update", i)
+		}
+	}
+}

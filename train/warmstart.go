@@ -1,0 +1,244 @@
+package train
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"path/filepath"
+	"time"
+
+	"github.com/agentrl/agentrl/policy/native"
+	"github.com/agentrl/agentrl/policy/tokenizer"
+	"github.com/agentrl/agentrl/rollout"
+)
+
+// warmSeedBase is where warm-start demonstration seeds start, far from the
+// training (run.train_seed_base) and validation (validation.seed_base) seeds.
+const warmSeedBase = 1 << 32
+
+// tokenizerFile is the tokenizer's name inside checkpoints.
+const tokenizerFile = "tokenizer.json"
+
+// warmStartResult is the starting point of RL.
+type warmStartResult struct {
+	tok   *tokenizer.Tokenizer
+	model *native.Model
+	// cached reports that the result came from the cache.
+	cached bool
+	dir    string
+}
+
+// warmStartKey identifies everything the warm start depends on, so a cached
+// result is reused only for the same inputs.
+func (t *Trainer) warmStartKey() (string, error) {
+	c := t.cfg
+	var b bytes.Buffer
+	envYAML, err := yamlString(&c.Env.Config)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(&b, "v1|env=%s|%s|rollout=%+v|model=%+v|warm=%+v|seed=%d|val=%+v|",
+		c.Env.Name, envYAML, c.Rollout, c.Model, c.WarmStart, c.Run.Seed, c.Validation)
+	sum := sha256.Sum256(b.Bytes())
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// warmStart returns the tokenizer and model RL starts from: loaded from
+// model.init, from the warm-start cache, or built now (tokenizer trained on
+// expert demonstrations, model trained on them by supervised learning), or
+// a fresh model when the warm start is off.
+func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
+	c := t.cfg
+	if c.Model.Init != "" {
+		ck, err := native.LoadCheckpoint(c.Model.Init)
+		if err != nil {
+			return nil, fmt.Errorf("model.init: %w", err)
+		}
+		tok, err := tokenizerFromExtra(ck.Extra)
+		if err != nil {
+			return nil, fmt.Errorf("model.init: %w", err)
+		}
+		return &warmStartResult{tok: tok, model: ck.Model, cached: true, dir: c.Model.Init}, nil
+	}
+	key, err := t.warmStartKey()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(c.WarmStart.CacheDir, "warmstart-"+c.Env.Name+"-"+key)
+	if c.WarmStart.Enabled {
+		if ck, err := native.LoadCheckpoint(dir); err == nil {
+			tok, err := tokenizerFromExtra(ck.Extra)
+			if err == nil {
+				t.log.Info("warm start: using cached model", "dir", dir)
+				return &warmStartResult{tok: tok, model: ck.Model, cached: true, dir: dir}, nil
+			}
+			t.log.Warn("warm start: cached model unusable, rebuilding", "dir", dir, "err", err)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			t.log.Warn("warm start: cached model unreadable, rebuilding", "dir", dir, "err", err)
+		}
+	}
+
+	seeds, err := t.freshSeeds(warmSeedBase, c.WarmStart.Episodes)
+	if err != nil {
+		return nil, err
+	}
+	if !c.WarmStart.Enabled {
+		seeds = seeds[:min(len(seeds), 200)] // enough text to train the tokenizer
+	}
+	start := time.Now()
+	perturb := c.WarmStart.Perturb
+	if !c.WarmStart.Enabled {
+		perturb = 0
+	}
+	demos, err := rollout.Demonstrate(ctx, c.Rollout, t.factory, seeds,
+		rollout.DemoOptions{Perturb: perturb, Brief: c.WarmStart.Rationale == "brief", Seed: c.Run.Seed})
+	if err != nil {
+		return nil, err
+	}
+	var corpus []string
+	succeeded := 0
+	for _, d := range demos {
+		if d.Err != "" {
+			return nil, fmt.Errorf("warm start: demonstration on seed %d: %s", d.Seed, d.Err)
+		}
+		if d.Success {
+			succeeded++
+		}
+		for _, m := range d.Messages {
+			corpus = append(corpus, m.Content)
+		}
+	}
+	tok, err := tokenizer.Train(corpus, c.Model.VocabSize, tokenizer.TrainOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("warm start: tokenizer: %w", err)
+	}
+	t.log.Info("warm start: demonstrations", "episodes", len(demos), "success", float64(succeeded)/float64(len(demos)),
+		"vocab", tok.VocabSize(), "elapsed", time.Since(start).Round(time.Millisecond))
+
+	model, err := native.New(t.modelConfig(tok.VocabSize(), false), c.Run.Seed)
+	if err != nil {
+		return nil, err
+	}
+	if !c.WarmStart.Enabled {
+		return &warmStartResult{tok: tok, model: model}, nil
+	}
+	if err := t.supervise(ctx, model, tok, demos); err != nil {
+		return nil, err
+	}
+	tokJSON, err := tokenizerJSON(tok)
+	if err != nil {
+		return nil, err
+	}
+	if err := native.SaveCheckpoint(dir, model, nil, map[string][]byte{tokenizerFile: tokJSON}); err != nil {
+		return nil, fmt.Errorf("warm start: cache: %w", err)
+	}
+	return &warmStartResult{tok: tok, model: model, dir: dir}, nil
+}
+
+// supervise trains model to reproduce the assistant turns of the
+// demonstrations (masked cross-entropy, token mean).
+func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *tokenizer.Tokenizer, demos []rollout.Trajectory) error {
+	c := t.cfg.WarmStart
+	var seqs [][]int
+	var masks [][]bool
+	for _, d := range demos {
+		msgs := make([]tokenizer.Message, len(d.Messages))
+		for i, m := range d.Messages {
+			msgs[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+		}
+		r, err := tok.RenderTraining(msgs)
+		if err != nil {
+			return err
+		}
+		if len(r.IDs) > model.Config().MaxSeq {
+			continue
+		}
+		seqs, masks = append(seqs, r.IDs), append(masks, r.AssistantMask)
+	}
+	if len(seqs) == 0 {
+		return fmt.Errorf("warm start: every demonstration is longer than model.max_seq %d", model.Config().MaxSeq)
+	}
+	opt := native.NewAdamW(model, 0.9, 0.95, 1e-8, 0)
+	sched := native.Schedule{Peak: c.LR, Min: c.LR, Warmup: 30}
+	rng := rand.New(rand.NewPCG(t.cfg.Run.Seed, 0x5f7))
+	start, lastLog := time.Now(), time.Now()
+	var lossSum float64
+	var lossN int
+	step := 0
+	for ; step < c.Steps && (c.Duration <= 0 || time.Since(start) < c.Duration); step++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		batch := native.Batch{}
+		tokens := 0
+		for range c.Batch {
+			i := rng.IntN(len(seqs))
+			batch.Tokens, batch.Mask = append(batch.Tokens, seqs[i]), append(batch.Mask, masks[i])
+			for _, m := range masks[i][1:] {
+				if m {
+					tokens++
+				}
+			}
+		}
+		out, err := model.Forward(ctx, batch)
+		if err != nil {
+			return err
+		}
+		grads := make([][]float32, len(batch.Tokens))
+		var loss float64
+		for b := range batch.Tokens {
+			grads[b] = make([]float32, len(batch.Tokens[b]))
+			for p, m := range batch.Mask[b] {
+				if m && p > 0 {
+					loss -= float64(out.LogProb[b][p])
+					grads[b][p] = -1 / float32(tokens)
+				}
+			}
+		}
+		loss /= float64(tokens)
+		if !finite(loss) {
+			t.log.Warn("warm start: non-finite loss, step skipped", "step", step)
+			continue
+		}
+		model.ZeroGrad()
+		if err := model.Backward(ctx, native.OutputGrads{LogProb: grads}); err != nil {
+			return err
+		}
+		if norm := native.ClipGradNorm(model, 1); !finite(norm) {
+			continue
+		}
+		if err := opt.Update(model, float32(sched.LR(step))); err != nil {
+			return err
+		}
+		lossSum += loss
+		lossN++
+		if time.Since(lastLog) > 15*time.Second {
+			t.log.Info("warm start: training", "step", step, "loss", lossSum/float64(lossN),
+				"elapsed", time.Since(start).Round(time.Second), "budget", c.Duration)
+			lastLog, lossSum, lossN = time.Now(), 0, 0
+		}
+	}
+	t.log.Info("warm start: done", "steps", step, "sequences", len(seqs), "elapsed", time.Since(start).Round(time.Second))
+	return nil
+}
+
+func tokenizerJSON(tok *tokenizer.Tokenizer) ([]byte, error) {
+	var b bytes.Buffer
+	if err := tok.Save(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func tokenizerFromExtra(extra map[string][]byte) (*tokenizer.Tokenizer, error) {
+	data, ok := extra[tokenizerFile]
+	if !ok {
+		return nil, fmt.Errorf("checkpoint has no %s", tokenizerFile)
+	}
+	return tokenizer.Load(bytes.NewReader(data))
+}
