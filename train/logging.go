@@ -19,11 +19,11 @@ import (
 
 // Run directory layout.
 const (
-	metricsFile     = "metrics.jsonl"
-	configFile      = "config.yaml"
-	eventsDir       = "events"
-	transcriptsDir  = "transcripts"
-	checkpointsDir  = "checkpoints"
+	metricsFile      = "metrics.jsonl"
+	configFile       = "config.yaml"
+	eventsDir        = "events"
+	transcriptsDir   = "transcripts"
+	checkpointsDir   = "checkpoints"
 	latestCheckpoint = "latest"
 )
 

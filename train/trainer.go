@@ -81,11 +81,11 @@ func New(cfg Config, opts Options) (*Trainer, error) {
 // State is what a checkpoint adds to the weights and optimizer to resume a
 // run exactly where it stopped.
 type State struct {
-	Step          int               `json:"step"`
-	NextTrainSeed uint64            `json:"next_train_seed"`
-	EarlyStop     *algos.EarlyStop  `json:"early_stop"`
+	Step          int                `json:"step"`
+	NextTrainSeed uint64             `json:"next_train_seed"`
+	EarlyStop     *algos.EarlyStop   `json:"early_stop"`
 	CollapseEMA   *algos.CollapseEMA `json:"collapse_ema"`
-	NaNStreak     int               `json:"nan_streak"`
+	NaNStreak     int                `json:"nan_streak"`
 	// RandomValSuccess is the validation success of a uniformly random
 	// policy, measured once.
 	RandomValSuccess float64 `json:"random_val_success"`

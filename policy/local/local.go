@@ -59,7 +59,9 @@ func (p *Policy) RenderChat(_ context.Context, msgs []policy.Message, addGenerat
 }
 
 // Encode implements policy.Policy.
-func (p *Policy) Encode(_ context.Context, text string) ([]int, error) { return p.tok.Encode(text), nil }
+func (p *Policy) Encode(_ context.Context, text string) ([]int, error) {
+	return p.tok.Encode(text), nil
+}
 
 // Decode implements policy.Policy.
 func (p *Policy) Decode(_ context.Context, ids []int) (string, error) { return p.tok.Decode(ids) }
