@@ -385,7 +385,7 @@ func (s *session) step(ctx context.Context) (map[string]float64, error) {
 		return nil, err
 	}
 	m["timing_s/rollout"] = time.Since(t0).Seconds()
-	for k, v := range batchMetrics("train", trajs, c.Run.GroupSize) {
+	for k, v := range rollout.Metrics("train", trajs, c.Run.GroupSize) {
 		m[k] = v
 	}
 
@@ -521,71 +521,6 @@ func (s *session) update(ctx context.Context, step int, kept []rollout.Trajector
 	return st.metrics, nil
 }
 
-// batchMetrics summarises trajectories under prefix (RAGEN's names).
-func batchMetrics(prefix string, trajs []rollout.Trajectory, groupSize int) map[string]float64 {
-	m := map[string]float64{}
-	if len(trajs) == 0 {
-		return m
-	}
-	var success, score, envRet, pen, actions, valid, effective, formatOK, turns, respLen, failed float64
-	envSums := map[string]float64{}
-	envCounts := map[string]float64{}
-	groupSuccess := map[int]bool{}
-	for _, tr := range trajs {
-		if tr.Err != "" {
-			failed++
-		}
-		if tr.Success {
-			success++
-			groupSuccess[tr.Group] = true
-		}
-		score += tr.Score
-		envRet += tr.EnvReturn
-		pen += tr.Penalty
-		actions += float64(tr.Actions)
-		if tr.Actions > 0 {
-			valid += float64(tr.ValidActions) / float64(tr.Actions)
-			effective += float64(tr.EffectiveActions) / float64(tr.Actions)
-		}
-		for _, turn := range tr.Turns {
-			turns++
-			if turn.FormatOK {
-				formatOK++
-			}
-			respLen += float64(turn.ReplyEnd - turn.ReplyStart)
-		}
-		for k, v := range tr.EnvMetrics {
-			envSums[k] += v
-			envCounts[k]++
-		}
-	}
-	n := float64(len(trajs))
-	m[prefix+"/success"] = success / n
-	m[prefix+"/score"] = score / n
-	m[prefix+"/env_return"] = envRet / n
-	m[prefix+"/format_penalty"] = pen / n
-	m[prefix+"/num_actions"] = actions / n
-	m[prefix+"/action_is_valid"] = valid / n
-	m[prefix+"/action_is_effective"] = effective / n
-	m[prefix+"/failed"] = failed
-	if turns > 0 {
-		m[prefix+"/format_ok"] = formatOK / turns
-		m[prefix+"/response_length"] = respLen / turns
-		m[prefix+"/num_turns"] = turns / n
-	}
-	if groupSize > 1 {
-		groups := map[int]bool{}
-		for _, tr := range trajs {
-			groups[tr.Group] = true
-		}
-		m[fmt.Sprintf("%s/pass@%d", prefix, groupSize)] = float64(len(groupSuccess)) / float64(len(groups))
-	}
-	for k, v := range envSums {
-		m[prefix+"/env/"+k] = v / envCounts[k]
-	}
-	return m
-}
-
 // validate plays every validation level once.
 func (s *session) validate(ctx context.Context) (map[string]float64, error) {
 	t0 := time.Now()
@@ -593,7 +528,7 @@ func (s *session) validate(ctx context.Context) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := batchMetrics("val-env", trajs, 1)
+	m := rollout.Metrics("val-env", trajs, 1)
 	m["val-env/random_success"] = s.state.RandomValSuccess
 	m["timing_s/validation"] = time.Since(t0).Seconds()
 	if err := s.rec.transcripts(s.state.Step, "val", trajs, 4); err != nil {
@@ -620,7 +555,7 @@ func (s *session) randomBaseline(ctx context.Context) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return batchMetrics("random", trajs, 1)["random/success"], nil
+	return rollout.Metrics("random", trajs, 1)["random/success"], nil
 }
 
 // meanStd is the filter's mean in-group reward std, 0 for an empty result.

@@ -38,6 +38,7 @@ func subcommands() []subcommand {
 	return []subcommand{
 		{"train", "train a policy from a YAML config (default)", runTrain},
 		{"play", "play an environment in the terminal, replay actions, or watch its expert", runPlay},
+		{"plot", "draw PNG curves of a run directory's metrics", runPlot},
 	}
 }
 

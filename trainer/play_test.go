@@ -157,14 +157,18 @@ func TestPlayList(t *testing.T) {
 	}
 }
 
-func TestTrainResolvesConfigThenSaysUnavailable(t *testing.T) {
-	code, out, errOut := runCLI(t, "", "-config", "../configs/sokoban.yaml")
-	if code != 1 || !strings.Contains(out, `"sokoban"`) || !strings.Contains(errOut, "not available") {
-		t.Errorf("train: exit %d, out %q, err %q", code, out, errOut)
+func TestTrainDryRunAndConfigErrors(t *testing.T) {
+	code, out, errOut := runCLI(t, "", "-config", "../configs/sokoban.yaml", "-dry-run", "-set", "algo.lr=3e-4", "-out", "/tmp/x")
+	if code != 0 || !strings.Contains(out, "name: sokoban") || !strings.Contains(out, "lr: 0.0003") || !strings.Contains(out, "out: /tmp/x") {
+		t.Errorf("dry run: exit %d, out %q, err %q", code, out, errOut)
 	}
 	code, _, errOut = runCLI(t, "", "train", "-config", "../configs/sokoban.yaml", "-set", "env.config.num_boxes=-1")
 	if code != 1 || !strings.Contains(errOut, "num_boxes") {
-		t.Errorf("invalid override: exit %d, err %q", code, errOut)
+		t.Errorf("invalid env override: exit %d, err %q", code, errOut)
+	}
+	code, _, errOut = runCLI(t, "", "-config", "../configs/sokoban.yaml", "-set", "algo.presett=PPO", "-dry-run")
+	if code != 1 || !strings.Contains(errOut, `unknown key "presett"`) {
+		t.Errorf("unknown key: exit %d, err %q", code, errOut)
 	}
 }
 

@@ -1,0 +1,72 @@
+package rollout
+
+import "fmt"
+
+// Metrics summarises trajectories under prefix with RAGEN's metric names:
+// prefix/success, /score, /env_return, /format_penalty, /num_actions,
+// /action_is_valid, /action_is_effective, /failed, /format_ok,
+// /response_length (tokens per reply), /num_turns, /pass@K (K = groupSize > 1)
+// and prefix/env/KEY for every numeric Info metric of the environment.
+func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float64 {
+	m := map[string]float64{}
+	if len(trajs) == 0 {
+		return m
+	}
+	var success, score, envRet, pen, actions, valid, effective, formatOK, turns, respLen, failed float64
+	envSums := map[string]float64{}
+	envCounts := map[string]float64{}
+	groupSuccess := map[int]bool{}
+	for _, tr := range trajs {
+		if tr.Err != "" {
+			failed++
+		}
+		if tr.Success {
+			success++
+			groupSuccess[tr.Group] = true
+		}
+		score += tr.Score
+		envRet += tr.EnvReturn
+		pen += tr.Penalty
+		actions += float64(tr.Actions)
+		if tr.Actions > 0 {
+			valid += float64(tr.ValidActions) / float64(tr.Actions)
+			effective += float64(tr.EffectiveActions) / float64(tr.Actions)
+		}
+		for _, turn := range tr.Turns {
+			turns++
+			if turn.FormatOK {
+				formatOK++
+			}
+			respLen += float64(turn.ReplyEnd - turn.ReplyStart)
+		}
+		for k, v := range tr.EnvMetrics {
+			envSums[k] += v
+			envCounts[k]++
+		}
+	}
+	n := float64(len(trajs))
+	m[prefix+"/success"] = success / n
+	m[prefix+"/score"] = score / n
+	m[prefix+"/env_return"] = envRet / n
+	m[prefix+"/format_penalty"] = pen / n
+	m[prefix+"/num_actions"] = actions / n
+	m[prefix+"/action_is_valid"] = valid / n
+	m[prefix+"/action_is_effective"] = effective / n
+	m[prefix+"/failed"] = failed
+	if turns > 0 {
+		m[prefix+"/format_ok"] = formatOK / turns
+		m[prefix+"/response_length"] = respLen / turns
+		m[prefix+"/num_turns"] = turns / n
+	}
+	if groupSize > 1 {
+		groups := map[int]bool{}
+		for _, tr := range trajs {
+			groups[tr.Group] = true
+		}
+		m[fmt.Sprintf("%s/pass@%d", prefix, groupSize)] = float64(len(groupSuccess)) / float64(len(groups))
+	}
+	for k, v := range envSums {
+		m[prefix+"/env/"+k] = v / envCounts[k]
+	}
+	return m
+}
