@@ -37,7 +37,9 @@ type stdio struct {
 func subcommands() []subcommand {
 	return []subcommand{
 		{"train", "train a policy from a YAML config (default)", runTrain},
+		{"eval", "evaluate a checkpoint, a vLLM server or an OpenAI-compatible endpoint on an environment", runEval},
 		{"play", "play an environment in the terminal, replay actions, or watch its expert", runPlay},
+		{"serve", "serve a policy checkpoint over an OpenAI-compatible HTTP API", runServe},
 		{"plot", "draw PNG curves of a run directory's metrics", runPlot},
 	}
 }
