@@ -1,0 +1,164 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// OutputGrads carries dL/d(output) per position, shaped like Outputs
+// (token-aligned, [sequence][position]). A nil field means zero; entries at
+// unselected positions are ignored.
+type OutputGrads struct {
+	LogProb [][]float32
+	Entropy [][]float32
+	Value   [][]float32
+}
+
+// Backward propagates the output gradients of the last Forward through the
+// model and adds the parameter gradients into Grads(). The batch and
+// workspace of that Forward must be unchanged.
+func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
+	w := &m.ws
+	if !w.ready {
+		return errors.New("native: Backward without a successful Forward")
+	}
+	nseq := w.nseq
+	first := w.seg.count() - nseq // segment of sequence 0
+	for _, f := range [...]struct {
+		name string
+		g    [][]float32
+	}{{"LogProb", og.LogProb}, {"Entropy", og.Entropy}, {"Value", og.Value}} {
+		name, g := f.name, f.g
+		if g == nil {
+			continue
+		}
+		if len(g) != nseq {
+			return fmt.Errorf("native: Backward: %s has %d sequences, forward had %d", name, len(g), nseq)
+		}
+		for i := range g {
+			if want := w.seg.Start[first+i+1] - w.seg.Start[first+i]; len(g[i]) != want {
+				return fmt.Errorf("native: Backward: %s[%d] has %d entries, want %d", name, i, len(g[i]), want)
+			}
+		}
+	}
+	if og.Value != nil && !m.cfg.ValueHead {
+		return errors.New("native: Backward: value gradients given but the model has no value head")
+	}
+
+	c := m.cfg
+	d, qd, _, qkvd, f, v := m.dims()
+	n, sel := w.n, w.m
+	kern := m.kern
+	w.dx = grow(w.dx, n*d)
+	w.dtmp = grow(w.dtmp, n*d)
+	w.dqkv = grow(w.dqkv, n*qkvd)
+	w.datt = grow(w.datt, n*qd)
+	w.dgu = grow(w.dgu, n*2*f)
+	w.dact = grow(w.dact, n*f)
+	w.dhsel = grow(w.dhsel, sel*d)
+	w.dlogp = grow(w.dlogp, sel)
+	w.dent = grow(w.dent, sel)
+	w.dval = grow(w.dval, sel)
+
+	// Gather the selected positions' output gradients.
+	for i := 0; i < sel; i++ {
+		seq, t := w.selSeq[i], w.selPos[i]
+		w.dlogp[i], w.dent[i], w.dval[i] = 0, 0, 0
+		if og.LogProb != nil {
+			w.dlogp[i] = og.LogProb[seq][t]
+		}
+		if og.Entropy != nil {
+			w.dent[i] = og.Entropy[seq][t]
+		}
+		if og.Value != nil {
+			w.dval[i] = og.Value[seq][t]
+		}
+	}
+
+	// Every GEMM below has the A·Bᵀ form (see transpose): dX = dY·W uses
+	// a transposed copy of W, and dW += dYᵀ·X uses transposed dY and X.
+	maxW := max(v*d, qkvd*d, 2*f*d)
+	maxX := max(n*max(d, f, qd), sel*d)
+	maxY := max(n*max(qkvd, 2*f, d), v*sel)
+	w.wT = grow(w.wT, maxW)
+	w.xT = grow(w.xT, maxX)
+	w.dyT = grow(w.dyT, maxY)
+	// backLinear handles y = x·Wᵀ for x [rows, in], W [out, in]: it adds
+	// dY^T·X into dW and, when dx is non-nil, writes dX = dY·W.
+	backLinear := func(dx, dy, x, wt, dw []float32, rows, in, out int) {
+		if !tiledGemm {
+			// OpenBLAS is equally fast on every form; skip the copies.
+			kern.Gemm(true, false, out, in, rows, 1, dy, out, x, in, 1, dw, in)
+			if dx != nil {
+				kern.Gemm(false, false, rows, in, out, 1, dy, out, wt, in, 0, dx, in)
+			}
+			return
+		}
+		transpose(w.dyT, dy, rows, out)
+		transpose(w.xT, x, rows, in)
+		kern.Gemm(false, true, out, in, rows, 1, w.dyT, rows, w.xT, rows, 1, dw, in)
+		if dx != nil {
+			transpose(w.wT, wt, out, in)
+			kern.Gemm(false, true, rows, in, out, 1, dy, out, w.wT, out, 0, dx, in)
+		}
+	}
+
+	// Head: logits → dlogits (in place), then back through h·Headᵀ.
+	kern.TokenLogProbsBackward(w.logits, sel, v, w.target, w.hlse, w.dlogp, w.dent)
+	backLinear(w.dhsel, w.logits, w.hsel, m.head(), m.headGrad(), sel, d, v)
+	if c.ValueHead {
+		for i := 0; i < sel; i++ {
+			g := w.dval[i]
+			if g == 0 {
+				continue
+			}
+			h := w.hsel[i*d : (i+1)*d]
+			axpy(g, m.p.valueW, w.dhsel[i*d:(i+1)*d])
+			axpy(g, h, m.g.valueW)
+			m.g.valueB[0] += g
+		}
+	}
+
+	// Final norm: scatter dh to its rows, then back through RMSNorm into dx.
+	dxf := w.dtmp[:n*d]
+	clear(dxf)
+	for i := 0; i < sel; i++ {
+		r := int(w.selRow[i])
+		axpy(1, w.dhsel[i*d:(i+1)*d], dxf[r*d:(r+1)*d])
+	}
+	dx := w.dx[:n*d]
+	clear(dx)
+	kern.RMSNormBackward(dx, m.g.finalNorm, dxf, w.xs[c.Layers], m.p.finalNorm, w.rstdF, n, d)
+
+	for l := c.Layers - 1; l >= 0; l-- {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p, g := &m.p.layers[l], &m.g.layers[l]
+		// MLP. dx is dL/d(xs[l+1]) = dL/d(residual after the MLP).
+		backLinear(w.dact, dx, w.act[l], p.wdown, g.wdown, n, f, d)
+		kern.SwiGLUBackward(w.dgu, w.dact, w.gu[l], n, f)
+		backLinear(w.dtmp, w.dgu, w.xn2[l], p.wgu, g.wgu, n, d, 2*f)
+		kern.RMSNormBackward(dx, g.mlpNorm, w.dtmp, w.xmid[l], p.mlpNorm, w.rstd2[l], n, d)
+		// Attention. dx is now dL/d(xmid[l]).
+		backLinear(w.datt, dx, w.att[l], p.wo, g.wo, n, qd, d)
+		kern.AttentionBackward(w.dqkv, w.datt, qd, w.qkv[l], qkvd, w.lse[l], w.seg, c.Heads, c.KVHeads, c.HeadDim())
+		kern.RoPE(w.dqkv, n, qkvd, 0, c.Heads+c.KVHeads, c.HeadDim(), w.pos, m.ropeCos, m.ropeSin, true)
+		if g.bqkv != nil {
+			for r := 0; r < n; r++ {
+				axpy(1, w.dqkv[r*qkvd:(r+1)*qkvd], g.bqkv)
+			}
+		}
+		backLinear(w.dtmp, w.dqkv, w.xn1[l], p.wqkv, g.wqkv, n, d, qkvd)
+		kern.RMSNormBackward(dx, g.attnNorm, w.dtmp, w.xs[l], p.attnNorm, w.rstd1[l], n, d)
+	}
+
+	// Embedding: scatter-add each row's gradient into its token's row.
+	for r := 0; r < n; r++ {
+		t := int(w.tok[r])
+		axpy(1, dx[r*d:(r+1)*d], m.g.embed[t*d:(t+1)*d])
+	}
+	w.ready = false // the head logits were overwritten with their gradient
+	return nil
+}

@@ -1,0 +1,269 @@
+package native
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Checkpoint file names inside a checkpoint directory.
+const (
+	ConfigFile    = "config.json"
+	WeightsFile   = "model.safetensors"
+	OptimizerFile = "optimizer.safetensors"
+)
+
+// Checkpoint is the content of a checkpoint directory.
+type Checkpoint struct {
+	Model     *Model
+	Optimizer *AdamW            // nil when the checkpoint has no optimizer state
+	Extra     map[string][]byte // every other file (tokenizer.json, trainer state, ...)
+}
+
+// SaveCheckpoint writes dir containing config.json, model.safetensors,
+// optimizer.safetensors (when opt is non-nil) and one file per extra entry.
+//
+// The write is atomic with respect to crashes and readers: everything is
+// written and fsynced into a fresh temporary directory next to dir, which is
+// then renamed into place (an existing dir is first renamed aside and removed
+// afterwards, so at every instant dir is either the old or the new complete
+// checkpoint, except for the instant between the two renames).
+func SaveCheckpoint(dir string, m *Model, opt *AdamW, extra map[string][]byte) error {
+	for name := range extra {
+		if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") ||
+			name == ConfigFile || name == WeightsFile || name == OptimizerFile {
+			return fmt.Errorf("native: checkpoint: invalid extra file name %q", name)
+		}
+	}
+	dir = filepath.Clean(dir)
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return fmt.Errorf("native: checkpoint: %w", err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("native: checkpoint: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(tmp)
+		}
+	}()
+
+	cfg, err := json.MarshalIndent(m.cfg, "", "  ")
+	if err != nil {
+		return fmt.Errorf("native: checkpoint: %w", err)
+	}
+	files := map[string][]byte{ConfigFile: append(cfg, '\n')}
+	var buf bytes.Buffer
+	if err := WriteSafetensors(&buf, m.namedTensors("", m.params),
+		map[string]string{"format": "agentrl-native", "layout": "linear weights are [in, out]; y = x·W"}); err != nil {
+		return err
+	}
+	files[WeightsFile] = buf.Bytes()
+	if opt != nil {
+		if len(opt.m) != m.NumParams() {
+			return fmt.Errorf("native: checkpoint: optimizer has state for %d parameters, model has %d", len(opt.m), m.NumParams())
+		}
+		var ob bytes.Buffer
+		tensors := append(m.namedTensors("exp_avg.", opt.m), m.namedTensors("exp_avg_sq.", opt.v)...)
+		meta := map[string]string{
+			"step":         strconv.Itoa(opt.step),
+			"beta1":        fmtFloat(opt.Beta1),
+			"beta2":        fmtFloat(opt.Beta2),
+			"eps":          fmtFloat(opt.Eps),
+			"weight_decay": fmtFloat(opt.WeightDecay),
+		}
+		if err := WriteSafetensors(&ob, tensors, meta); err != nil {
+			return err
+		}
+		files[OptimizerFile] = ob.Bytes()
+	}
+	for name, data := range extra {
+		files[name] = data
+	}
+	for name, data := range files {
+		if err := writeSynced(filepath.Join(tmp, name), data); err != nil {
+			return err
+		}
+	}
+	if err := syncDir(tmp); err != nil {
+		return err
+	}
+	old := tmp + ".old"
+	replaced := false
+	if _, err := os.Stat(dir); err == nil {
+		if err := os.Rename(dir, old); err != nil {
+			return fmt.Errorf("native: checkpoint: %w", err)
+		}
+		replaced = true
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if replaced {
+			os.Rename(old, dir)
+		}
+		return fmt.Errorf("native: checkpoint: %w", err)
+	}
+	ok = true
+	if replaced {
+		os.RemoveAll(old)
+	}
+	return syncDir(parent)
+}
+
+func fmtFloat(x float32) string { return strconv.FormatFloat(float64(x), 'g', -1, 32) }
+
+func writeSynced(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("native: checkpoint: %w", err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("native: checkpoint: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("native: checkpoint: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("native: checkpoint: sync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// namedTensors returns views of flat (laid out like Params) as named tensors.
+func (m *Model) namedTensors(prefix string, flat []float32) []NamedTensor {
+	out := make([]NamedTensor, len(m.tensors))
+	for i, t := range m.tensors {
+		out[i] = NamedTensor{Name: prefix + t.Name, Shape: t.Shape, Data: flat[t.Offset : t.Offset+t.Size]}
+	}
+	return out
+}
+
+// loadTensors copies tensors into flat (laid out like Params), requiring
+// exactly the model's tensor set with matching shapes.
+func (m *Model) loadTensors(file, prefix string, tensors []NamedTensor, flat []float32) error {
+	byName := make(map[string]NamedTensor, len(tensors))
+	for _, t := range tensors {
+		byName[t.Name] = t
+	}
+	for _, t := range m.tensors {
+		got, ok := byName[prefix+t.Name]
+		if !ok {
+			return fmt.Errorf("native: checkpoint: %s has no tensor %q", file, prefix+t.Name)
+		}
+		if !slices.Equal(got.Shape, t.Shape) {
+			return fmt.Errorf("native: checkpoint: %s: tensor %q has shape %v, the config needs %v", file, prefix+t.Name, got.Shape, t.Shape)
+		}
+		copy(flat[t.Offset:t.Offset+t.Size], got.Data)
+		delete(byName, prefix+t.Name)
+	}
+	for name := range byName {
+		return fmt.Errorf("native: checkpoint: %s has unexpected tensor %q", file, name)
+	}
+	return nil
+}
+
+// LoadCheckpoint reads a directory written by SaveCheckpoint.
+func LoadCheckpoint(dir string) (*Checkpoint, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, ConfigFile))
+	if err != nil {
+		return nil, fmt.Errorf("native: checkpoint: %w", err)
+	}
+	var cfg Config
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("native: checkpoint: %s: %w", ConfigFile, err)
+	}
+	m, err := newZero(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("native: checkpoint: %s: %w", ConfigFile, err)
+	}
+	raw, err = os.ReadFile(filepath.Join(dir, WeightsFile))
+	if err != nil {
+		return nil, fmt.Errorf("native: checkpoint: %w", err)
+	}
+	tensors, _, err := ReadSafetensors(raw)
+	if err != nil {
+		return nil, fmt.Errorf("native: checkpoint: %s: %w", WeightsFile, err)
+	}
+	if err := m.loadTensors(WeightsFile, "", tensors, m.params); err != nil {
+		return nil, err
+	}
+	ck := &Checkpoint{Model: m, Extra: map[string][]byte{}}
+
+	raw, err = os.ReadFile(filepath.Join(dir, OptimizerFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("native: checkpoint: %w", err)
+	default:
+		tensors, meta, err := ReadSafetensors(raw)
+		if err != nil {
+			return nil, fmt.Errorf("native: checkpoint: %s: %w", OptimizerFile, err)
+		}
+		opt := &AdamW{m: make([]float32, m.NumParams()), v: make([]float32, m.NumParams())}
+		var mt, vt []NamedTensor
+		for _, t := range tensors {
+			if strings.HasPrefix(t.Name, "exp_avg_sq.") {
+				vt = append(vt, t)
+			} else {
+				mt = append(mt, t)
+			}
+		}
+		if err := m.loadTensors(OptimizerFile, "exp_avg.", mt, opt.m); err != nil {
+			return nil, err
+		}
+		if err := m.loadTensors(OptimizerFile, "exp_avg_sq.", vt, opt.v); err != nil {
+			return nil, err
+		}
+		if opt.step, err = strconv.Atoi(meta["step"]); err != nil || opt.step < 0 {
+			return nil, fmt.Errorf("native: checkpoint: %s: bad step %q", OptimizerFile, meta["step"])
+		}
+		for key, dst := range map[string]*float32{"beta1": &opt.Beta1, "beta2": &opt.Beta2, "eps": &opt.Eps, "weight_decay": &opt.WeightDecay} {
+			x, err := strconv.ParseFloat(meta[key], 32)
+			if err != nil {
+				return nil, fmt.Errorf("native: checkpoint: %s: bad %s %q", OptimizerFile, key, meta[key])
+			}
+			*dst = float32(x)
+		}
+		ck.Optimizer = opt
+	}
+
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("native: checkpoint: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || name == ConfigFile || name == WeightsFile || name == OptimizerFile {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("native: checkpoint: %w", err)
+		}
+		ck.Extra[name] = data
+	}
+	return ck, nil
+}

@@ -1,0 +1,355 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Batch is a training or scoring batch of variable-length token sequences.
+//
+// Sequences are packed, not padded: the B sequences are concatenated into one
+// N×DModel activation matrix (N = Σ len), every row-wise operation runs once
+// per real token, RoPE positions restart at 0 for each sequence, and
+// attention is restricted to each sequence's own causal prefix. There are no
+// pad tokens and no attention-mask tensor.
+//
+// Outputs are computed only at the positions selected for the loss (see
+// Mask and PromptLen), because the vocabulary projection at every position
+// would otherwise cost as much as a layer.
+//
+// Sequences that start with the same prompt (the K samples of a GRPO group)
+// can share it: put the prompt in Prefixes and set Prefix[b] to its index.
+// The prompt's forward and backward then run once for the whole group,
+// which is exact (its rows are the same tokens at the same positions) and
+// saves most of the work when prompts are long and replies short.
+type Batch struct {
+	// Tokens[b] is sequence b; each must have 1..MaxSeq valid token ids.
+	Tokens [][]int
+	// PromptLen[b], if set, selects positions t ≥ max(1, PromptLen[b]):
+	// the continuation after the prompt. Ignored when Mask is set.
+	PromptLen []int
+	// Mask[b][t], if set, selects position t. Mask[b] must have
+	// len(Tokens[b]) entries. Position 0 is ignored unless the sequence has
+	// a prefix (otherwise it has no preceding context).
+	Mask [][]bool
+	// Prefixes are shared prompts (1..MaxSeq tokens each).
+	Prefixes [][]int
+	// Prefix[b], if Prefix is set, is the index in Prefixes of the prompt
+	// that precedes Tokens[b], or -1 for none. Sequence b is then
+	// Prefixes[Prefix[b]] followed by Tokens[b]: positions, masks, PromptLen
+	// and outputs count within Tokens[b] only, and position 0 is predicted
+	// from the prefix's last token.
+	Prefix []int
+}
+
+// Outputs holds per-position results of Forward, token-aligned with the
+// input: index t describes the prediction of Tokens[b][t] from the tokens
+// before it (Tokens[b][:t], after the shared prefix if there is one).
+// Entries at unselected positions (and at t = 0 without a prefix) are zero.
+//
+// The slices alias the model's workspace and are overwritten by the next
+// Forward; copy them to keep them.
+type Outputs struct {
+	// LogProb[b][t] = log p(Tokens[b][t] | Tokens[b][:t]) under softmax of
+	// the raw logits (temperature 1).
+	LogProb [][]float32
+	// Entropy[b][t] is the entropy (nats) of the full next-token
+	// distribution from which Tokens[b][t] is drawn.
+	Entropy [][]float32
+	// Value[b][t] is the value head's estimate on the state Tokens[b][:t]
+	// (the hidden state of position t-1); nil without a value head.
+	Value [][]float32
+}
+
+// trainWorkspace holds everything Forward saves for Backward, plus backward
+// scratch. Buffers grow to the largest batch seen and are then reused, so a
+// steady training loop does not allocate.
+type trainWorkspace struct {
+	ready bool // a Forward has filled the workspace
+	n, m  int  // packed tokens, selected positions
+
+	seg    Segments // prefix segments first, then one per sequence
+	nseq   int      // sequences (the last nseq segments)
+	tok    []int32  // [N]
+	pos    []int32  // [N]
+	selRow []int32  // [M] row whose hidden state predicts the target
+	selSeq []int32  // [M] sequence of the target
+	selPos []int32  // [M] position of the target within Tokens[seq]
+	target []int32  // [M]
+
+	xs                [][]float32 // [L+1][N·D] residual stream entering each block (xs[L] leaves the last)
+	xmid              [][]float32 // [L][N·D] residual after attention
+	xn1, xn2          [][]float32 // [L][N·D] normed inputs of attention and MLP
+	rstd1, rstd2      [][]float32 // [L][N]
+	qkv, att, lse     [][]float32 // [L][N·QKV], [L][N·Q], [L][N·H]
+	gu, act           [][]float32 // [L][N·2F], [L][N·F]
+	xf, rstdF         []float32   // final norm output [N·D] and its rstd [N]
+	hsel, logits      []float32   // [M·D], [M·V]
+	hlse, logp, ent   []float32   // [M]
+	val               []float32   // [M]
+	outLogp, outEnt   []float32   // [N] token-aligned outputs
+	outVal            []float32   // [N]
+	hdrLogp, hdrEnt   [][]float32 // per-sequence views of the above
+	hdrVal            [][]float32
+	dx, dtmp          []float32 // [N·D]
+	dqkv, datt        []float32 // [N·QKV], [N·Q]
+	dgu, dact         []float32 // [N·2F], [N·F]
+	dhsel             []float32 // [M·D]
+	wT, xT, dyT       []float32 // transposes for the backward GEMMs
+	dlogp, dent, dval []float32 // [M]
+}
+
+func growLayers(s [][]float32, layers, n int) [][]float32 {
+	if len(s) != layers {
+		s = make([][]float32, layers)
+	}
+	for i := range s {
+		s[i] = grow(s[i], n)
+	}
+	return s
+}
+
+// ensure sizes the workspace for n packed tokens and m selected positions.
+func (w *trainWorkspace) ensure(m *Model, n, sel, nseq int) {
+	d, qd, _, qkv, f, v := m.dims()
+	L, h := m.cfg.Layers, m.cfg.Heads
+	w.xs = growLayers(w.xs, L+1, n*d)
+	w.xmid = growLayers(w.xmid, L, n*d)
+	w.xn1 = growLayers(w.xn1, L, n*d)
+	w.xn2 = growLayers(w.xn2, L, n*d)
+	w.rstd1 = growLayers(w.rstd1, L, n)
+	w.rstd2 = growLayers(w.rstd2, L, n)
+	w.qkv = growLayers(w.qkv, L, n*qkv)
+	w.att = growLayers(w.att, L, n*qd)
+	w.lse = growLayers(w.lse, L, n*h)
+	w.gu = growLayers(w.gu, L, n*2*f)
+	w.act = growLayers(w.act, L, n*f)
+	w.xf = grow(w.xf, n*d)
+	w.rstdF = grow(w.rstdF, n)
+	w.hsel = grow(w.hsel, sel*d)
+	w.logits = grow(w.logits, sel*v)
+	w.hlse = grow(w.hlse, sel)
+	w.logp = grow(w.logp, sel)
+	w.ent = grow(w.ent, sel)
+	w.val = grow(w.val, sel)
+	w.outLogp = grow(w.outLogp, n)
+	w.outEnt = grow(w.outEnt, n)
+	w.outVal = grow(w.outVal, n)
+	w.tok = growInt32(w.tok, n)
+	w.pos = growInt32(w.pos, n)
+	w.selRow = growInt32(w.selRow, sel)
+	w.selSeq = growInt32(w.selSeq, sel)
+	w.selPos = growInt32(w.selPos, sel)
+	w.target = growInt32(w.target, sel)
+	if cap(w.hdrLogp) < nseq {
+		w.hdrLogp = make([][]float32, nseq)
+		w.hdrEnt = make([][]float32, nseq)
+		w.hdrVal = make([][]float32, nseq)
+	}
+	w.hdrLogp, w.hdrEnt, w.hdrVal = w.hdrLogp[:nseq], w.hdrEnt[:nseq], w.hdrVal[:nseq]
+}
+
+// prefixOf returns the index of sequence i's shared prefix, or -1.
+func (b *Batch) prefixOf(i int) int {
+	if b.Prefix == nil {
+		return -1
+	}
+	return b.Prefix[i]
+}
+
+// WorkspaceBytes estimates the memory Forward and Backward keep for a batch
+// of the given number of packed tokens (prefixes included) and selected
+// positions, for sizing micro-batches. Buffers are kept at their largest size
+// once grown.
+func (m *Model) WorkspaceBytes(tokens, selected int) int64 {
+	d, qd, _, qkv, f, v := m.dims()
+	L, h := m.cfg.Layers, m.cfg.Heads
+	perLayer := 4*d + 2 + qkv + qd + h + 2*f + f // xs, xmid, xn1, xn2, rstd1/2, qkv, att, lse, gu, act
+	perToken := L*perLayer + d + d + 1 + 3 + 2   // xs[L], xf, rstdF, outputs, tok/pos
+	perToken += 2*d + qkv + qd + 2*f + f         // backward dx, dtmp, dqkv, datt, dgu, dact
+	perToken += max(d, f, qd) + max(qkv, 2*f, d) // transposes
+	perSel := 2*d + v + 8 + v                    // hsel, dhsel, logits, per-position scalars, dlogits transpose
+	fixed := max(v*d, qkv*d, 2*f*d)              // transposed weight
+	return 4 * (int64(tokens)*int64(perToken) + int64(selected)*int64(perSel) + int64(fixed))
+}
+
+// selected reports whether position t of sequence i is an output position.
+func (b *Batch) selected(i, t int) bool {
+	if t == 0 && b.prefixOf(i) < 0 {
+		return false
+	}
+	if b.Mask != nil {
+		return b.Mask[i][t]
+	}
+	if b.PromptLen != nil {
+		return t >= b.PromptLen[i]
+	}
+	return true
+}
+
+// validate checks the batch against the model and returns the packed size.
+func (m *Model) validate(b *Batch) (n, sel int, err error) {
+	if len(b.Tokens) == 0 {
+		return 0, 0, errors.New("native: empty batch")
+	}
+	if b.Mask != nil && len(b.Mask) != len(b.Tokens) {
+		return 0, 0, fmt.Errorf("native: batch has %d sequences but %d masks", len(b.Tokens), len(b.Mask))
+	}
+	if b.Mask == nil && b.PromptLen != nil && len(b.PromptLen) != len(b.Tokens) {
+		return 0, 0, fmt.Errorf("native: batch has %d sequences but %d prompt lengths", len(b.Tokens), len(b.PromptLen))
+	}
+	if b.Prefix != nil && len(b.Prefix) != len(b.Tokens) {
+		return 0, 0, fmt.Errorf("native: batch has %d sequences but %d prefix indices", len(b.Tokens), len(b.Prefix))
+	}
+	for i, p := range b.Prefixes {
+		if len(p) == 0 || len(p) > m.cfg.MaxSeq {
+			return 0, 0, fmt.Errorf("native: prefix %d has length %d, want 1..%d (MaxSeq)", i, len(p), m.cfg.MaxSeq)
+		}
+		if err := m.checkTokens(fmt.Sprintf("prefix %d", i), p); err != nil {
+			return 0, 0, err
+		}
+		n += len(p)
+	}
+	for i, s := range b.Tokens {
+		plen := 0
+		if p := b.prefixOf(i); p >= len(b.Prefixes) || p < -1 {
+			return 0, 0, fmt.Errorf("native: sequence %d: prefix index %d out of range [-1, %d)", i, p, len(b.Prefixes))
+		} else if p >= 0 {
+			plen = len(b.Prefixes[p])
+		}
+		if len(s) == 0 || plen+len(s) > m.cfg.MaxSeq {
+			return 0, 0, fmt.Errorf("native: sequence %d has length %d (+%d prefix), want 1..%d (MaxSeq) in all", i, len(s), plen, m.cfg.MaxSeq)
+		}
+		if err := m.checkTokens(fmt.Sprintf("sequence %d", i), s); err != nil {
+			return 0, 0, err
+		}
+		if b.Mask != nil && len(b.Mask[i]) != len(s) {
+			return 0, 0, fmt.Errorf("native: sequence %d has %d tokens but its mask has %d entries", i, len(s), len(b.Mask[i]))
+		}
+		n += len(s)
+		for t := range s {
+			if b.selected(i, t) {
+				sel++
+			}
+		}
+	}
+	return n, sel, nil
+}
+
+// Forward runs the model over a packed batch, returns log-probabilities,
+// entropies and values at the selected positions, and keeps the activations
+// needed by Backward (WorkspaceBytes estimates their size). The returned
+// Outputs alias the workspace.
+func (m *Model) Forward(ctx context.Context, b Batch) (*Outputs, error) {
+	w := &m.ws
+	w.ready = false
+	n, sel, err := m.validate(&b)
+	if err != nil {
+		return nil, err
+	}
+	w.ensure(m, n, sel, len(b.Tokens))
+	w.n, w.m, w.nseq = n, sel, len(b.Tokens)
+	// Pack: shared prefixes first, then the sequences.
+	w.seg.Start = append(w.seg.Start[:0], 0)
+	w.seg.Prefix = w.seg.Prefix[:0]
+	row := 0
+	for _, p := range b.Prefixes {
+		for t, tok := range p {
+			w.tok[row], w.pos[row] = int32(tok), int32(t)
+			row++
+		}
+		w.seg.Start = append(w.seg.Start, row)
+		w.seg.Prefix = append(w.seg.Prefix, -1)
+	}
+	k := 0
+	for i, s := range b.Tokens {
+		p := b.prefixOf(i)
+		off, last := 0, -1 // position offset, row of the prefix's last token
+		if p >= 0 {
+			off, last = len(b.Prefixes[p]), w.seg.Start[p+1]-1
+		}
+		a := row
+		for t, tok := range s {
+			w.tok[row], w.pos[row] = int32(tok), int32(off+t)
+			row++
+			if b.selected(i, t) {
+				w.selRow[k] = int32(a + t - 1)
+				if t == 0 {
+					w.selRow[k] = int32(last)
+				}
+				w.selSeq[k], w.selPos[k], w.target[k] = int32(i), int32(t), int32(tok)
+				k++
+			}
+		}
+		w.seg.Start = append(w.seg.Start, row)
+		w.seg.Prefix = append(w.seg.Prefix, p)
+	}
+
+	d, qd, _, qkvd, f, v := m.dims()
+	c := m.cfg
+	kern := m.kern
+	x := w.xs[0]
+	for r := 0; r < n; r++ {
+		copy(x[r*d:(r+1)*d], m.p.embed[int(w.tok[r])*d:])
+	}
+	for l := range c.Layers {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		p := &m.p.layers[l]
+		x := w.xs[l]
+		// Attention: x → RMSNorm → QKV (+bias) → RoPE(Q,K) → causal attention → ·Wo, residual.
+		kern.RMSNorm(w.xn1[l], w.rstd1[l], x, p.attnNorm, n, d, c.NormEps)
+		linear(kern, w.qkv[l], w.xn1[l], p.wqkv, p.bqkv, n, d, qkvd, false)
+		kern.RoPE(w.qkv[l], n, qkvd, 0, c.Heads+c.KVHeads, c.HeadDim(), w.pos, m.ropeCos, m.ropeSin, false)
+		kern.Attention(w.att[l], qd, w.lse[l], w.qkv[l], qkvd, w.seg, c.Heads, c.KVHeads, c.HeadDim())
+		copy(w.xmid[l][:n*d], x)
+		linear(kern, w.xmid[l], w.att[l], p.wo, nil, n, qd, d, true)
+		// MLP: RMSNorm → [gate|up] → silu(gate)·up → ·Wdown, residual.
+		kern.RMSNorm(w.xn2[l], w.rstd2[l], w.xmid[l], p.mlpNorm, n, d, c.NormEps)
+		linear(kern, w.gu[l], w.xn2[l], p.wgu, nil, n, d, 2*f, false)
+		kern.SwiGLU(w.act[l], w.gu[l], n, f)
+		copy(w.xs[l+1][:n*d], w.xmid[l])
+		linear(kern, w.xs[l+1], w.act[l], p.wdown, nil, n, f, d, true)
+	}
+	kern.RMSNorm(w.xf, w.rstdF, w.xs[c.Layers], m.p.finalNorm, n, d, c.NormEps)
+
+	// Head, only at the selected positions.
+	for i := 0; i < sel; i++ {
+		r := int(w.selRow[i])
+		copy(w.hsel[i*d:(i+1)*d], w.xf[r*d:(r+1)*d])
+	}
+	linear(kern, w.logits, w.hsel, m.head(), nil, sel, d, v, false)
+	kern.TokenLogProbs(w.logits, sel, v, w.target, w.logp, w.ent, w.hlse)
+	if c.ValueHead {
+		for i := 0; i < sel; i++ {
+			w.val[i] = dot(w.hsel[i*d:(i+1)*d], m.p.valueW) + m.p.valueB[0]
+		}
+	}
+
+	clear(w.outLogp[:n])
+	clear(w.outEnt[:n])
+	clear(w.outVal[:n])
+	first := len(b.Prefixes) // segment of sequence 0
+	for i := 0; i < sel; i++ {
+		r := w.seg.Start[first+int(w.selSeq[i])] + int(w.selPos[i])
+		w.outLogp[r] = w.logp[i]
+		w.outEnt[r] = w.ent[i]
+		if c.ValueHead {
+			w.outVal[r] = w.val[i]
+		}
+	}
+	out := &Outputs{LogProb: w.hdrLogp, Entropy: w.hdrEnt}
+	for i := range b.Tokens {
+		a, e := w.seg.Start[first+i], w.seg.Start[first+i+1]
+		w.hdrLogp[i] = w.outLogp[a:e:e]
+		w.hdrEnt[i] = w.outEnt[a:e:e]
+		w.hdrVal[i] = w.outVal[a:e:e]
+	}
+	if c.ValueHead {
+		out.Value = w.hdrVal
+	}
+	w.ready = true
+	return out, nil
+}

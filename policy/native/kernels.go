@@ -1,0 +1,339 @@
+package native
+
+import (
+	"math"
+	"sync"
+)
+
+// Kernels is the set of numeric operations the model is built from. All
+// matrices are dense, row-major float32 with an explicit leading dimension
+// (ld, the distance between rows), so column blocks of a wider matrix (one
+// attention head inside the fused QKV projection) are used in place.
+//
+// The CPU implementation is plain Go over gonum's blas32; building with
+// -tags netlib routes its GEMM to OpenBLAS instead. A GPU implementation would
+// provide the same methods. Unless stated, a method overwrites its outputs;
+// methods named *Backward accumulate parameter gradients (dw) with +=.
+type Kernels interface {
+	// Gemm computes C = alpha·op(A)·op(B) + beta·C where op(A) is m×k, op(B)
+	// is k×n and C is m×n; op transposes when the flag is set.
+	Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int)
+
+	// RMSNorm computes out = x / rms(x) ⊙ w row by row, rms(x) =
+	// sqrt(mean(x²)+eps), and stores rstd = 1/rms(x) per row for the backward.
+	RMSNorm(out, rstd, x, w []float32, rows, dim int, eps float32)
+	// RMSNormBackward adds the gradient with respect to x into dx and with
+	// respect to w into dw, given dout = dL/d(out).
+	RMSNormBackward(dx, dw, dout, x, w, rstd []float32, rows, dim int)
+
+	// RoPE rotates, in place, heads·headDim columns starting at col0 of each
+	// row of x (row stride ld) by the angles of position pos[row], using the
+	// rotate-half pairing (i, i+headDim/2) of Llama/Qwen2. cos and sin are
+	// tables of shape [maxPos, headDim/2]. inverse rotates by the negative
+	// angle, which is the backward of the forward rotation.
+	RoPE(x []float32, rows, ld, col0, heads, headDim int, pos []int32, cos, sin []float32, inverse bool)
+
+	// SwiGLU computes out[r,j] = silu(gu[r,j])·gu[r,dff+j]: each row of gu
+	// holds the gate projection then the up projection.
+	SwiGLU(out, gu []float32, rows, dff int)
+	// SwiGLUBackward writes dL/d(gu) into dgu given dout = dL/d(out).
+	SwiGLUBackward(dgu, dout, gu []float32, rows, dff int)
+
+	// Attention computes causal softmax(QKᵀ/√headDim)V for packed
+	// sequences laid out by seg (see Segments). Rows of qkv (row stride
+	// ldqkv) are [Q heads | K heads | V heads]; query head h uses key/value
+	// head h/(heads/kvHeads) (GQA). It writes out (row stride ldo,
+	// heads·headDim columns) and the per-row, per-head log-sum-exp of the
+	// scaled scores into lse[row·heads+h].
+	Attention(out []float32, ldo int, lse, qkv []float32, ldqkv int, seg Segments, heads, kvHeads, headDim int)
+	// AttentionBackward writes dL/d(qkv) into dqkv (same layout as qkv)
+	// given dout = dL/d(out), recomputing the probabilities from lse.
+	AttentionBackward(dqkv, dout []float32, ldo int, qkv []float32, ldqkv int, lse []float32, seg Segments, heads, kvHeads, headDim int)
+
+	// LogSoftmax writes log softmax of each row of x (rows×n) into out.
+	LogSoftmax(out, x []float32, rows, n int)
+	// TokenLogProbs computes, for each row of logits (rows×vocab): lse, the
+	// log-probability of targets[row] and the entropy of the softmax.
+	TokenLogProbs(logits []float32, rows, vocab int, targets []int32, logp, entropy, lse []float32)
+	// TokenLogProbsBackward overwrites logits with dL/d(logits) given
+	// dL/d(logp) and dL/d(entropy) per row (either may be nil for zero).
+	TokenLogProbsBackward(logits []float32, rows, vocab int, targets []int32, lse, dlogp, dentropy []float32)
+
+	// AdamW applies one decoupled-weight-decay Adam update to p in place:
+	// m ← β1·m + (1-β1)·g, v ← β2·v + (1-β2)·g², p ← p - lr·(m/bc1 /
+	// (sqrt(v/bc2)+eps) + wd·p), where bc1 = 1-β1^t and bc2 = 1-β2^t.
+	AdamW(p, g, m, v []float32, lr, beta1, beta2, eps, wd, bc1, bc2 float32)
+}
+
+// CPU is the Kernels implementation for the host: gonum blas32 GEMM (or
+// OpenBLAS with -tags netlib) plus hand-written float32 loops, parallel over
+// rows and attention heads up to GOMAXPROCS. It is safe for concurrent use.
+type CPU struct {
+	// scratch holds per-goroutine attention score buffers (*[]float32) so the
+	// hot path does not allocate once warm.
+	scratch sync.Pool
+}
+
+var _ Kernels = (*CPU)(nil)
+
+// Gemm implements Kernels with the tiled, parallel driver of gemm.go.
+func (*CPU) Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gemm(true, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// RMSNorm implements Kernels.
+func (*CPU) RMSNorm(out, rstd, x, w []float32, rows, dim int, eps float32) {
+	parallelRows(rows, dim, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr := x[r*dim : (r+1)*dim]
+			s := dot(xr, xr)
+			rs := float32(1 / math.Sqrt(float64(s/float32(dim)+eps)))
+			rstd[r] = rs
+			or := out[r*dim : (r+1)*dim]
+			for i, v := range xr {
+				or[i] = v * rs * w[i]
+			}
+		}
+	})
+}
+
+// RMSNormBackward implements Kernels.
+//
+// With y = x·r·w and r = (mean(x²)+eps)^-½:
+// dx = r·(dy⊙w) - x·r³/dim·Σ(dy⊙w⊙x) and dw = Σ_rows dy⊙x·r.
+func (*CPU) RMSNormBackward(dx, dw, dout, x, w, rstd []float32, rows, dim int) {
+	parallelRows(rows, dim, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			xr := x[r*dim : (r+1)*dim]
+			dy := dout[r*dim : (r+1)*dim]
+			rs := rstd[r]
+			var s float32
+			for i, v := range xr {
+				s += dy[i] * w[i] * v
+			}
+			c := s * rs * rs * rs / float32(dim)
+			dxr := dx[r*dim : (r+1)*dim]
+			for i, v := range xr {
+				dxr[i] += rs*dy[i]*w[i] - c*v
+			}
+		}
+	})
+	// The weight gradient is a reduction over rows; done serially it is a
+	// small fraction of the step and needs no per-worker partial buffers.
+	for r := 0; r < rows; r++ {
+		xr := x[r*dim : (r+1)*dim]
+		dy := dout[r*dim : (r+1)*dim]
+		rs := rstd[r]
+		for i, v := range xr {
+			dw[i] += dy[i] * v * rs
+		}
+	}
+}
+
+// RoPE implements Kernels.
+func (*CPU) RoPE(x []float32, rows, ld, col0, heads, headDim int, pos []int32, cos, sin []float32, inverse bool) {
+	half := headDim / 2
+	parallelRows(rows, heads*headDim, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			p := int(pos[r])
+			c := cos[p*half : (p+1)*half]
+			s := sin[p*half : (p+1)*half]
+			for h := 0; h < heads; h++ {
+				v := x[r*ld+col0+h*headDim : r*ld+col0+(h+1)*headDim]
+				x1, x2 := v[:half], v[half:]
+				for i := range half {
+					a, b := x1[i], x2[i]
+					if inverse {
+						x1[i] = a*c[i] + b*s[i]
+						x2[i] = b*c[i] - a*s[i]
+					} else {
+						x1[i] = a*c[i] - b*s[i]
+						x2[i] = b*c[i] + a*s[i]
+					}
+				}
+			}
+		}
+	})
+}
+
+// SwiGLU implements Kernels.
+func (*CPU) SwiGLU(out, gu []float32, rows, dff int) {
+	parallelRows(rows, dff, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			g := gu[r*2*dff : r*2*dff+dff]
+			u := gu[r*2*dff+dff : (r+1)*2*dff]
+			o := out[r*dff : (r+1)*dff]
+			for j, gv := range g {
+				o[j] = gv * sigmoidf(gv) * u[j]
+			}
+		}
+	})
+}
+
+// SwiGLUBackward implements Kernels. With σ = sigmoid(g):
+// d/dg[g·σ(g)] = σ·(1 + g·(1-σ)).
+func (*CPU) SwiGLUBackward(dgu, dout, gu []float32, rows, dff int) {
+	parallelRows(rows, dff, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			g := gu[r*2*dff : r*2*dff+dff]
+			u := gu[r*2*dff+dff : (r+1)*2*dff]
+			dg := dgu[r*2*dff : r*2*dff+dff]
+			du := dgu[r*2*dff+dff : (r+1)*2*dff]
+			do := dout[r*dff : (r+1)*dff]
+			for j, gv := range g {
+				sg := sigmoidf(gv)
+				du[j] = do[j] * gv * sg
+				dg[j] = do[j] * u[j] * sg * (1 + gv*(1-sg))
+			}
+		}
+	})
+}
+
+// rowLSE returns max and log-sum-exp of a row.
+func rowLSE(z []float32) float32 {
+	mx := float32(math.Inf(-1))
+	for _, v := range z {
+		if v > mx {
+			mx = v
+		}
+	}
+	var s float32
+	for _, v := range z {
+		s += expf(v - mx)
+	}
+	return mx + float32(math.Log(float64(s)))
+}
+
+// LogSoftmax implements Kernels.
+func (*CPU) LogSoftmax(out, x []float32, rows, n int) {
+	parallelRows(rows, n, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			z := x[r*n : (r+1)*n]
+			l := rowLSE(z)
+			o := out[r*n : (r+1)*n]
+			for i, v := range z {
+				o[i] = v - l
+			}
+		}
+	})
+}
+
+// TokenLogProbs implements Kernels. The entropy uses
+// H = -Σ p·log p = lse - Σ p·z, so it needs no per-element log.
+func (*CPU) TokenLogProbs(logits []float32, rows, vocab int, targets []int32, logp, entropy, lse []float32) {
+	parallelRows(rows, vocab, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			z := logits[r*vocab : (r+1)*vocab]
+			l := rowLSE(z)
+			var spz float32
+			for _, v := range z {
+				spz += expf(v-l) * v
+			}
+			lse[r] = l
+			logp[r] = z[targets[r]] - l
+			entropy[r] = l - spz
+		}
+	})
+}
+
+// TokenLogProbsBackward implements Kernels. With p = softmax(z):
+// d logp_t/dz_j = 1[j=t] - p_j and dH/dz_j = -p_j·(log p_j + H).
+func (*CPU) TokenLogProbsBackward(logits []float32, rows, vocab int, targets []int32, lse, dlogp, dentropy []float32) {
+	parallelRows(rows, vocab, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			z := logits[r*vocab : (r+1)*vocab]
+			l := lse[r]
+			var gl, ge float32
+			if dlogp != nil {
+				gl = dlogp[r]
+			}
+			if dentropy != nil {
+				ge = dentropy[r]
+			}
+			var h float32
+			if ge != 0 {
+				var spz float32
+				for _, v := range z {
+					spz += expf(v-l) * v
+				}
+				h = l - spz
+			}
+			for j, v := range z {
+				lp := v - l
+				p := expf(lp)
+				z[j] = -gl*p - ge*p*(lp+h)
+			}
+			z[targets[r]] += gl
+		}
+	})
+}
+
+// AdamW implements Kernels.
+func (*CPU) AdamW(p, g, m, v []float32, lr, beta1, beta2, eps, wd, bc1, bc2 float32) {
+	parallelRows(len(p), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gi := g[i]
+			mi := beta1*m[i] + (1-beta1)*gi
+			vi := beta2*v[i] + (1-beta2)*gi*gi
+			m[i], v[i] = mi, vi
+			mhat := mi / bc1
+			vhat := vi / bc2
+			p[i] -= lr * (mhat/(float32(math.Sqrt(float64(vhat)))+eps) + wd*p[i])
+		}
+	})
+}
+
+// getScratch returns a per-goroutine buffer of at least n floats.
+func (k *CPU) getScratch(n int) *[]float32 {
+	if b, ok := k.scratch.Get().(*[]float32); ok {
+		*b = grow(*b, n)
+		return b
+	}
+	b := make([]float32, n)
+	return &b
+}
+
+// linear computes y = x·Wᵀ for x [n, in] and W [out, in] (the Hugging Face
+// layout). With bias it adds the bias; with accumulate it adds into y. This
+// A·Bᵀ form runs on gonum's dot-product kernel, about twice as fast as its
+// axpy-based forms for the many-row GEMMs of training.
+func linear(kern Kernels, y, x, w, bias []float32, n, in, out int, accumulate bool) {
+	beta := float32(0)
+	if accumulate {
+		beta = 1
+	}
+	if bias != nil {
+		for r := 0; r < n; r++ {
+			if accumulate {
+				axpy(1, bias, y[r*out:(r+1)*out])
+			} else {
+				copy(y[r*out:(r+1)*out], bias)
+			}
+		}
+		beta = 1
+	}
+	kern.Gemm(false, true, n, out, in, 1, x, in, w, in, beta, y, out)
+}
+
+// transpose writes the transpose of src [rows, cols] into dst [cols, rows].
+// The backward pass transposes activations and weights so that every GEMM
+// takes the A·Bᵀ form, which gonum computes with dot products about twice
+// as fast as the axpy-based forms.
+func transpose(dst, src []float32, rows, cols int) {
+	const b = 32
+	blocks := (rows + b - 1) / b
+	parallelRows(blocks, b*cols, func(lo, hi int) {
+		for i0 := lo * b; i0 < min(hi*b, rows); i0 += b {
+			i1 := min(i0+b, rows)
+			for j0 := 0; j0 < cols; j0 += b {
+				j1 := min(j0+b, cols)
+				for i := i0; i < i1; i++ {
+					row := src[i*cols : i*cols+cols]
+					for j := j0; j < j1; j++ {
+						dst[j*rows+i] = row[j]
+					}
+				}
+			}
+		}
+	})
+}

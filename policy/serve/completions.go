@@ -1,0 +1,463 @@
+package serve
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentrl/agentrl/policy"
+)
+
+// completionRequest is the body of POST /v1/completions.
+type completionRequest struct {
+	samplingFields
+	Prompt           json.RawMessage `json:"prompt"`
+	MaxTokens        optInt          `json:"max_tokens"`
+	Logprobs         *int            `json:"logprobs"`
+	PromptLogprobs   *int            `json:"prompt_logprobs"`
+	Echo             *bool           `json:"echo"`
+	AddSpecialTokens *bool           `json:"add_special_tokens"`
+	Suffix           *string         `json:"suffix"`
+}
+
+// completionMaxTokens is the OpenAI and vLLM default of max_tokens.
+const completionMaxTokens = 16
+
+type completionChoice struct {
+	Index          int              `json:"index"`
+	Text           string           `json:"text"`
+	Logprobs       *textLogprobs    `json:"logprobs"`
+	FinishReason   string           `json:"finish_reason"`
+	StopReason     any              `json:"stop_reason"`
+	TokenIDs       []int            `json:"token_ids"`
+	PromptTokenIDs []int            `json:"prompt_token_ids"`
+	PromptLogprobs []map[string]any `json:"prompt_logprobs"`
+}
+
+// textLogprobs is the logprobs object of a completion choice.
+type textLogprobs struct {
+	TextOffset    []int                `json:"text_offset"`
+	TokenLogprobs []*float64           `json:"token_logprobs"`
+	Tokens        []string             `json:"tokens"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// textPrompt is one prompt of a request: its ids and, for a text prompt,
+// its text.
+type textPrompt struct {
+	ids  []int
+	text *string
+}
+
+// parsePrompt reads the prompt field: a string, a list of strings, a list
+// of token ids, or a list of such lists.
+func (s *Server) parsePrompt(ctx context.Context, raw json.RawMessage, special bool) ([]textPrompt, error) {
+	var v any
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, badRequest("prompt", "prompt is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, badRequest("prompt", "prompt: %v", err)
+	}
+	text := func(t string) (textPrompt, error) {
+		ids, err := s.encodeText(ctx, t, special)
+		return textPrompt{ids: ids, text: &t}, err
+	}
+	switch v := v.(type) {
+	case string:
+		p, err := text(v)
+		if err != nil {
+			return nil, err
+		}
+		return []textPrompt{p}, nil
+	case []any:
+		if len(v) == 0 {
+			return nil, badRequest("prompt", "prompt must not be empty")
+		}
+		switch v[0].(type) {
+		case json.Number:
+			ids, err := idList(v)
+			if err != nil {
+				return nil, err
+			}
+			return []textPrompt{{ids: ids}}, nil
+		case string:
+			out := make([]textPrompt, len(v))
+			for i, e := range v {
+				t, ok := e.(string)
+				if !ok {
+					return nil, badRequest("prompt", "prompt: a list of strings holds a %T", e)
+				}
+				var err error
+				if out[i], err = text(t); err != nil {
+					return nil, err
+				}
+			}
+			return out, nil
+		case []any:
+			out := make([]textPrompt, len(v))
+			for i, e := range v {
+				l, ok := e.([]any)
+				if !ok {
+					return nil, badRequest("prompt", "prompt: a list of token-id lists holds a %T", e)
+				}
+				ids, err := idList(l)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = textPrompt{ids: ids}
+			}
+			return out, nil
+		}
+	}
+	return nil, badRequest("prompt", "prompt must be a string, a list of strings, a list of token ids or a list of token-id lists")
+}
+
+func idList(v []any) ([]int, error) {
+	ids := make([]int, len(v))
+	for i, e := range v {
+		n, ok := e.(json.Number)
+		if !ok {
+			return nil, badRequest("prompt", "prompt: token id %d is a %T, not an integer", i, e)
+		}
+		x, err := strconv.ParseInt(string(n), 10, 64)
+		if err != nil || x != int64(int(x)) {
+			return nil, badRequest("prompt", "prompt: token id %s is not an integer", n)
+		}
+		ids[i] = int(x)
+	}
+	return ids, nil
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	resp, err := s.complete(w, r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
+	leave := s.batch.arrive()
+	defer leave()
+	ctx := r.Context()
+	var req completionRequest
+	if err := s.decode(w, r, &req); err != nil {
+		return nil, err
+	}
+	sp, err := s.checkSampling(&req.samplingFields)
+	if err != nil {
+		return nil, err
+	}
+	if req.Suffix != nil && *req.Suffix != "" {
+		return nil, badRequest("suffix", "suffix is not supported")
+	}
+	if req.Logprobs != nil && *req.Logprobs != 0 {
+		return nil, badRequest("logprobs", "only logprobs 0 (the sampled token's log-prob) is supported, got %d", *req.Logprobs)
+	}
+	if req.PromptLogprobs != nil && *req.PromptLogprobs != 0 {
+		return nil, badRequest("prompt_logprobs", "only prompt_logprobs 0 is supported, got %d", *req.PromptLogprobs)
+	}
+	echo := boolOr(req.Echo, false)
+	wantLP := req.Logprobs != nil
+	wantPromptLP := req.PromptLogprobs != nil || (echo && wantLP)
+	skipSpecial := boolOr(req.SkipSpecialTokens, true)
+	includeStop := boolOr(req.IncludeStopStrInOutput, false)
+	returnIDs := boolOr(req.ReturnTokenIDs, false)
+
+	prompts, err := s.parsePrompt(ctx, req.Prompt, boolOr(req.AddSpecialTokens, true))
+	if err != nil {
+		return nil, err
+	}
+	if len(prompts)*sp.n > maxSequences {
+		return nil, badRequest("n", "%d prompts × n %d is over the limit of %d sequences per request", len(prompts), sp.n, maxSequences)
+	}
+	var reqs []policy.Request
+	where := make([]int, 0, len(prompts)*sp.n) // choice -> index in reqs, or -1
+	for i, p := range prompts {
+		if len(p.ids) == 0 {
+			return nil, badRequest("prompt", "prompt %d is empty", i)
+		}
+		if err := s.checkIDs("prompt", p.ids); err != nil {
+			return nil, err
+		}
+		m, err := s.maxTokens("max_tokens", req.MaxTokens, completionMaxTokens, len(p.ids), echo)
+		if err != nil {
+			return nil, err
+		}
+		for c := range sp.n {
+			if m == 0 {
+				where = append(where, -1)
+				continue
+			}
+			q := sp.params
+			q.MaxTokens = m
+			q.Seed = sp.seed + uint64(c)
+			where = append(where, len(reqs))
+			reqs = append(reqs, policy.Request{Prompt: p.ids, Sampling: q})
+		}
+	}
+
+	if len(reqs) == 0 {
+		leave() // echo only: nothing to sample, do not hold a batch
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg        sync.WaitGroup
+		promptLPs []promptLogprobs
+		scoreErr  error
+	)
+	if wantPromptLP {
+		wg.Go(func() {
+			ids := make([][]int, len(prompts))
+			for i, p := range prompts {
+				ids[i] = p.ids
+			}
+			promptLPs, scoreErr = s.scorePrompts(ctx, ids)
+			if scoreErr != nil {
+				cancel()
+			}
+		})
+	}
+	var samples []policy.Sample
+	if len(reqs) > 0 {
+		samples, err = s.batch.sample(ctx, reqs, leave)
+	}
+	wg.Wait()
+	if scoreErr != nil {
+		return nil, scoreErr
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	resp := struct {
+		ID      string             `json:"id"`
+		Object  string             `json:"object"`
+		Created int64              `json:"created"`
+		Model   string             `json:"model"`
+		Choices []completionChoice `json:"choices"`
+		Usage   usage              `json:"usage"`
+	}{ID: newID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: s.model}
+	for i, p := range prompts {
+		resp.Usage.PromptTokens += len(p.ids)
+		for c := range sp.n {
+			k := i*sp.n + c
+			smp := policy.Sample{Tokens: []int{}, LogProbs: []float64{}, Finish: policy.FinishLength}
+			if where[k] >= 0 {
+				smp = samples[where[k]]
+				if smp.Err != nil {
+					return nil, badRequest("prompt", "prompt %d: %v", i, smp.Err)
+				}
+			}
+			resp.Usage.CompletionTokens += len(smp.Tokens)
+			ch, err := s.completionChoice(ctx, k, p, smp, sp, choiceOpts{
+				echo: echo, logprobs: wantLP, promptLogprobs: wantPromptLP, skipSpecial: skipSpecial,
+				includeStop: includeStop, returnIDs: returnIDs,
+			}, promptLPs)
+			if err != nil {
+				return nil, err
+			}
+			if wantPromptLP {
+				ch.PromptLogprobs = promptLPs[i].entries
+			}
+			resp.Choices = append(resp.Choices, ch)
+		}
+	}
+	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	return resp, nil
+}
+
+type choiceOpts struct {
+	echo, logprobs, promptLogprobs, skipSpecial, includeStop, returnIDs bool
+}
+
+func (s *Server) completionChoice(ctx context.Context, k int, p textPrompt, smp policy.Sample, sp *sampling, o choiceOpts, promptLPs []promptLogprobs) (completionChoice, error) {
+	ch := completionChoice{Index: k, FinishReason: smp.Finish}
+	stopped := smp.Finish == policy.FinishStop && len(smp.Tokens) > 0
+	if stopped {
+		if last := smp.Tokens[len(smp.Tokens)-1]; sp.explict[last] {
+			ch.StopReason = last
+		}
+	}
+	text, err := s.decodeText(ctx, smp.Tokens, stopped, o.skipSpecial, o.includeStop)
+	if err != nil {
+		return ch, err
+	}
+	if o.echo {
+		pt := ""
+		if p.text != nil {
+			pt = *p.text
+		} else if pt, err = s.decodeText(ctx, p.ids, false, o.skipSpecial, true); err != nil {
+			return ch, err
+		}
+		text = pt + text
+	}
+	ch.Text = text
+	if o.returnIDs {
+		ch.TokenIDs = slices.Clone(smp.Tokens)
+		ch.PromptTokenIDs = slices.Clone(p.ids)
+	}
+	if o.logprobs {
+		var ids []int
+		var lps []*float64
+		if o.echo {
+			ids = append(ids, p.ids...)
+			lps = append(lps, nil)
+			for _, v := range promptLPs[k/sp.n].lps {
+				lps = append(lps, ptr(wireLogProb(v)))
+			}
+		}
+		ids = append(ids, smp.Tokens...)
+		for _, v := range smp.LogProbs {
+			lps = append(lps, ptr(wireLogProb(v)))
+		}
+		lp, err := s.textLogprobs(ctx, ids, lps, o.skipSpecial)
+		if err != nil {
+			return ch, err
+		}
+		ch.Logprobs = lp
+	}
+	return ch, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// textLogprobs builds a completion's logprobs object for ids. text_offset
+// counts characters of the choice's text, where skipped special tokens
+// take none.
+func (s *Server) textLogprobs(ctx context.Context, ids []int, lps []*float64, skipSpecial bool) (*textLogprobs, error) {
+	bs, err := s.tokenBytes(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := &textLogprobs{
+		TextOffset: make([]int, len(ids)), TokenLogprobs: lps,
+		Tokens: make([]string, len(ids)), TopLogprobs: make([]map[string]float64, len(ids)),
+	}
+	off := 0
+	for i, b := range bs {
+		out.Tokens[i] = string(b)
+		out.TextOffset[i] = off
+		if !skipSpecial || !s.isSpecial(ids[i]) {
+			off += utf8.RuneCount(b)
+		}
+		if lps[i] != nil {
+			out.TopLogprobs[i] = map[string]float64{out.Tokens[i]: *lps[i]}
+		}
+	}
+	return out, nil
+}
+
+// promptLogprobs are the scores of one prompt: lps[j] is the log-prob of
+// token j+1, entries the vLLM prompt_logprobs list (entry 0 is null).
+type promptLogprobs struct {
+	lps     []float64
+	entries []map[string]any
+}
+
+// scorePrompts scores each prompt from its first token, in one Score call.
+func (s *Server) scorePrompts(ctx context.Context, prompts [][]int) ([]promptLogprobs, error) {
+	var sreqs []policy.ScoreRequest
+	var idx []int
+	for i, p := range prompts {
+		if len(p) > 1 {
+			sreqs = append(sreqs, policy.ScoreRequest{Prompt: p[:1], Continuation: p[1:]})
+			idx = append(idx, i)
+		}
+	}
+	out := make([]promptLogprobs, len(prompts))
+	var scores [][]float64
+	if len(sreqs) > 0 {
+		var err error
+		if scores, err = s.p.Score(ctx, sreqs); err != nil {
+			return nil, err
+		}
+		if len(scores) != len(sreqs) {
+			return nil, fmt.Errorf("policy returned %d scores for %d requests", len(scores), len(sreqs))
+		}
+	}
+	for k, i := range idx {
+		if len(scores[k]) != len(prompts[i])-1 {
+			return nil, fmt.Errorf("policy returned %d log-probs for %d tokens", len(scores[k]), len(prompts[i])-1)
+		}
+		out[i].lps = scores[k]
+	}
+	for i, p := range prompts {
+		var ranks []int
+		if s.opts.PromptRanks && s.vocabSize() > 0 && len(p) > 1 {
+			var err error
+			if ranks, err = s.ranks(ctx, p); err != nil {
+				return nil, err
+			}
+		}
+		bs, err := s.tokenBytes(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out[i].entries = make([]map[string]any, len(p))
+		for j := 1; j < len(p); j++ {
+			e := map[string]any{"logprob": wireLogProb(out[i].lps[j-1]), "decoded_token": string(bs[j])}
+			if ranks != nil {
+				e["rank"] = ranks[j-1]
+			}
+			out[i].entries[j] = map[string]any{strconv.Itoa(p[j]): e}
+		}
+	}
+	return out, nil
+}
+
+// rankChunk is the number of prompt positions ranked per Score call.
+const rankChunk = 32
+
+// ranks returns the 1-based rank of p[j] in the next-token distribution
+// after p[:j], for j = 1..len(p)-1, by scoring every vocabulary token.
+func (s *Server) ranks(ctx context.Context, p []int) ([]int, error) {
+	v := s.vocabSize()
+	out := make([]int, 0, len(p)-1)
+	for lo := 1; lo < len(p); lo += rankChunk {
+		hi := min(lo+rankChunk, len(p))
+		reqs := make([]policy.ScoreRequest, 0, (hi-lo)*v)
+		for j := lo; j < hi; j++ {
+			for t := range v {
+				reqs = append(reqs, policy.ScoreRequest{Prompt: p[:j], Continuation: []int{t}})
+			}
+		}
+		scores, err := s.p.Score(ctx, reqs)
+		if err != nil {
+			return nil, err
+		}
+		if len(scores) != len(reqs) {
+			return nil, fmt.Errorf("policy returned %d scores for %d requests", len(scores), len(reqs))
+		}
+		for j := lo; j < hi; j++ {
+			row := scores[(j-lo)*v : (j-lo+1)*v]
+			own := row[p[j]][0]
+			rank := 1
+			for _, sc := range row {
+				if sc[0] > own {
+					rank++
+				}
+			}
+			out = append(out, rank)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,95 @@
+// Package serve serves any policy.Policy, typically the embedded native
+// model (policy/local), over the subset of vLLM's OpenAI-compatible HTTP
+// API that agentrl and ordinary OpenAI clients use. It is what
+// `trainer serve` runs, and policy/vllm is its client: the rollout engine
+// driven through vllm.Client and this server produces the same trajectories
+// as with the policy in process.
+//
+// # Endpoints
+//
+//   - GET /health: 200 with an empty body.
+//   - GET /v1/models: the served model, vLLM's shape with max_model_len.
+//   - POST /v1/completions: prompt as a string, a list of strings, a list
+//     of token ids or a list of such lists; n, seed, temperature, top_p,
+//     top_k (-1 or 0 = off), min_p 0, repetition_penalty 1, presence and
+//     frequency penalties 0, max_tokens, stop_token_ids, ignore_eos,
+//     logprobs 0, prompt_logprobs 0, echo, return_token_ids,
+//     skip_special_tokens, add_special_tokens, include_stop_str_in_output.
+//   - POST /v1/chat/completions: messages rendered with the policy's chat
+//     template (RenderChat); n, seed, temperature, top_p, top_k, min_p 0,
+//     max_tokens or max_completion_tokens, stop_token_ids, ignore_eos,
+//     logprobs with top_logprobs 0, return_token_ids (token_ids per choice,
+//     prompt_token_ids at the top level), skip_special_tokens,
+//     include_stop_str_in_output, add_generation_prompt.
+//   - POST /tokenize (prompt, or messages with add_generation_prompt) and
+//     POST /detokenize.
+//
+// Unknown request fields are ignored, as vLLM does; a known field of the
+// wrong type is a 400. Values that would change the sampling distribution
+// and are not implemented (min_p other than 0, penalties, logit_bias, string
+// stops, top-k alternatives with logprobs > 0, streaming, tools) are
+// rejected with 400 rather than ignored. Every error is an OpenAI-style
+// body {"error": {"message", "type", "param", "code"}}, code being the HTTP
+// status as vLLM writes it: 400 for a bad request, 401 for a missing or
+// wrong API key (checked on /v1 routes only, as vLLM's --api-key), 404 for
+// an unknown path or model, 405 for a wrong method, 413 for a body over
+// Options.MaxRequestBytes, 500 when the policy fails.
+//
+// # Decisions
+//
+// Seeds: choice i (0-based) of a request with n > 1 samples with seed+i
+// (wrapping, the request's int64 seed read as the uint64 with the same
+// bits, as policy/vllm sends it), the same for every prompt of a
+// multi-prompt request; a request without a seed gets a random one. So an
+// n = 1 request with seed s returns exactly policy.Sample with Seed s, and
+// the choices of one n > 1 request are the n = 1 requests with seeds s,
+// s+1, ... (vLLM derives the children's seeds otherwise).
+//
+// Batching: concurrent sampling requests are merged, up to
+// Options.MaxBatch sequences, into one policy.Sample call, whose results are
+// fanned back. A batch waits, at most Options.BatchWindow, only for
+// requests that have already arrived and are still being read and checked;
+// with none on the way it starts at once, so a lone client pays no delay.
+// While Options.MaxConcurrentBatches calls are running (one by default, as
+// the embedded policy runs one call at a time), new requests keep gathering
+// for the next call. The embedded policy samples every request from its own
+// seeded generator, so a request's tokens do not depend on its batch. A call
+// is cancelled only when every request in it has been cancelled (the client
+// disconnected). If a merged call fails as a whole, its requests are retried
+// one by one, so a bad request does not fail its neighbours.
+//
+// Scoring: prompt_logprobs (and echo with logprobs) go through policy.Score,
+// teacher-forcing each prompt from its first token. Entries carry logprob
+// and decoded_token; rank, the 1-based rank of the token in the full
+// next-token distribution, is present only with Options.PromptRanks, since
+// the policy interface exposes no logits and the rank costs a score of
+// every vocabulary token at every position. Log-probabilities follow
+// policy's convention (raw logits, temperature 1); -Inf is written -9999,
+// as vLLM does.
+//
+// Stops: stop_token_ids, when present (even empty), are the complete stop
+// set, so policy/vllm's requests mean exactly their policy.Sampling; when
+// absent the policy's Info().StopTokens end generation (vLLM's EOS), unless
+// ignore_eos is true. stop_reason is the token id when a token of
+// stop_token_ids ended generation, and null otherwise. The stop token is
+// always in token_ids and in the log-probs; include_stop_str_in_output
+// (default false) and skip_special_tokens (default true) shape only the
+// text.
+//
+// Limits: max_tokens defaults to 16 on /v1/completions when absent (the
+// OpenAI and vLLM default) and to the rest of the context when null, and to
+// the rest of the context in chat; Options.MaxTokensCap, when set, bounds
+// it. A prompt that leaves no room in the context, or a max_tokens that
+// exceeds the room or the cap, is a 400 (vLLM rejects, it does not
+// truncate). n is at most Options.MaxN, and a request has at most 1024
+// sequences (prompts × n). max_tokens 0 is accepted only with echo (the
+// prompt is scored, nothing is generated).
+//
+// Vocabulary: when the policy has a method Tokenizer() *tokenizer.Tokenizer
+// (policy/local does), the server checks token ids against its vocabulary,
+// knows the special tokens (skip_special_tokens) and reads each token's
+// bytes from it. Otherwise ids are checked by the policy and tokens are
+// decoded one by one with Decode. add_special_tokens on a text prompt
+// prepends what the chat template writes for an empty conversation
+// (<|bos|> for the agentrl template).
+package serve

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrl/agentrl/policy/native"
+	"github.com/agentrl/agentrl/policy/tokenizer"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// writeTinyCheckpoint saves a small random model with its tokenizer.
+func writeTinyCheckpoint(t *testing.T) string {
+	t.Helper()
+	tok := tokenizer.New()
+	m, err := native.New(native.Config{Vocab: tok.VocabSize(), DModel: 32, Layers: 1, Heads: 2, DFF: 64, MaxSeq: 256, TieEmbeddings: true}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tb bytes.Buffer
+	if err := tok.Save(&tb); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny-ckpt")
+	if err := native.SaveCheckpoint(dir, m, nil, map[string][]byte{"tokenizer.json": tb.Bytes()}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestServeSubcommand(t *testing.T) {
+	dir := writeTinyCheckpoint(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errOut syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- runServe(ctx, []string{"-checkpoint", dir, "-addr", "127.0.0.1:0", "-api-key", "k"}, stdio{in: strings.NewReader(""), out: io.Discard, err: &errOut})
+	}()
+
+	urlRE := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)/v1`)
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == ""; time.Sleep(5 * time.Millisecond) {
+		if m := urlRE.FindStringSubmatch(errOut.String()); m != nil {
+			base = m[1]
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("runServe returned early: %v\n%s", err, errOut.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no URL logged:\n%s", errOut.String())
+		}
+	}
+
+	resp, err := http.Get(base + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/health: %d", resp.StatusCode)
+	}
+
+	body := `{"model": "tiny-ckpt", "prompt": [257, 260, 104, 105, 262, 261], "max_tokens": 5, "seed": 3, "logprobs": 0, "return_token_ids": true}`
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Model   string `json:"model"`
+		Choices []struct {
+			TokenIDs []int `json:"token_ids"`
+			Logprobs struct {
+				TokenLogprobs []float64 `json:"token_logprobs"`
+			} `json:"logprobs"`
+		} `json:"choices"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("completion: status %d, %v", resp.StatusCode, err)
+	}
+	if out.Model != "tiny-ckpt" || len(out.Choices) != 1 || len(out.Choices[0].TokenIDs) == 0 ||
+		len(out.Choices[0].TokenIDs) != len(out.Choices[0].Logprobs.TokenLogprobs) {
+		t.Fatalf("completion reply %+v", out)
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("runServe after cancel: %v\n%s", err, errOut.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("runServe did not stop after cancel")
+	}
+	if !strings.Contains(errOut.String(), "stopped") {
+		t.Errorf("no clean stop logged:\n%s", errOut.String())
+	}
+	if _, err := http.Get(base + "/health"); err == nil {
+		t.Error("the server still answers after shutdown")
+	}
+}
+
+func TestServeUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"-checkpoint", "x", "extra"},
+		{"-checkpoint", "x", "-max-batch", "0"},
+		{"-bogus"},
+	} {
+		code, _, errOut := runCLI(t, "", append([]string{"serve"}, args...)...)
+		if code != 2 {
+			t.Errorf("serve %q: exit %d, want 2 (%s)", args, code, errOut)
+		}
+	}
+	code, _, errOut := runCLI(t, "", "serve", "-checkpoint", filepath.Join(t.TempDir(), "missing"))
+	if code != 1 || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("missing checkpoint: exit %d, %s", code, errOut)
+	}
+}
