@@ -130,6 +130,12 @@ func (p Preset) Clip() PPOClip {
 // UsesCritic reports whether the estimator needs a value function.
 func (p Preset) UsesCritic() bool { return p.Estimator == EstimatorGAE }
 
+// UsesTokenEstimator reports whether advantages are computed per token
+// (GAE, REINFORCE++) rather than per episode within its group (GRPO, RLOO).
+func (p Preset) UsesTokenEstimator() bool {
+	return p.Estimator == EstimatorGAE || p.Estimator == EstimatorReinforcePP
+}
+
 // Validate checks every field.
 func (p Preset) Validate() error {
 	switch p.Estimator {

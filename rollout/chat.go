@@ -34,7 +34,7 @@ func RunChat(ctx context.Context, cfg Config, model ChatModel, factory *envs.Fac
 		e.playText(ctx, ep, func(ctx context.Context, turn int) (string, error) {
 			sp := e.cfg.Sampling
 			sp.Seed = mixSeed(seeds[i], uint64(turn))
-			reply, err := model.Chat(ctx, ep.traj.Messages, sp)
+			reply, err := model.Chat(ctx, ep.window(cfg.HistoryWindow), sp)
 			if err != nil {
 				return "", fmt.Errorf("chat: %w", err)
 			}
@@ -86,4 +86,22 @@ func (e *Engine) playText(ctx context.Context, ep *episode, reply func(ctx conte
 			ep.traj.Messages = append(ep.traj.Messages, policy.Message{Role: policy.RoleUser, Content: msg})
 		}
 	}
+}
+
+// window returns the messages the model sees: all of them, or with a
+// history window of k, the system message (if any) and the last k turns.
+func (ep *episode) window(k int) []policy.Message {
+	msgs := ep.traj.Messages
+	if k <= 0 {
+		return msgs
+	}
+	var head []policy.Message
+	if len(msgs) > 0 && msgs[0].Role == policy.RoleSystem {
+		head, msgs = msgs[:1], msgs[1:]
+	}
+	// msgs alternates user, assistant, ..., user; keep the last 2k-1.
+	if n := 2*k - 1; len(msgs) > n {
+		msgs = msgs[len(msgs)-n:]
+	}
+	return append(append([]policy.Message(nil), head...), msgs...)
 }

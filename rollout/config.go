@@ -38,6 +38,12 @@ type Config struct {
 	// models trained from scratch, where the reference's ~150 tokens of
 	// fixed instructions per turn would dominate the cost of every step.
 	PromptStyle string `yaml:"prompt_style"`
+	// HistoryWindow, when positive, shows the model only the last k turns
+	// (RAGEN's windowed context modes): each reply is sampled after the
+	// system prompt and the last k user messages with the k-1 replies
+	// between them, and trains as a sequence of its own. 0 keeps the whole
+	// conversation, one training sequence per episode.
+	HistoryWindow int `yaml:"history_window"`
 }
 
 // Prompt styles.
@@ -88,6 +94,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sample_timeout: must be positive, got %v", c.SampleTimeout)
 	case c.StepTimeout <= 0:
 		return fmt.Errorf("step_timeout: must be positive, got %v", c.StepTimeout)
+	case c.HistoryWindow < 0:
+		return fmt.Errorf("history_window: must be >= 0 (0 keeps the whole conversation), got %d", c.HistoryWindow)
 	case c.PromptStyle != PromptRAGEN && c.PromptStyle != PromptCompact:
 		return fmt.Errorf("prompt_style: must be %q or %q, got %q", PromptRAGEN, PromptCompact, c.PromptStyle)
 	}

@@ -62,6 +62,33 @@ type episode struct {
 	lastReward  float64
 	metricSums  map[string]float64
 	metricCount int
+
+	// With a history window, the conversation is also kept in pieces:
+	// prefix (everything before the first user message), then per turn
+	// the user message with the generation prompt (users) and the reply
+	// with its end-of-message tokens (replies).
+	prefix  []int
+	users   [][]int
+	replies [][]int
+}
+
+// prompt returns the tokens the next reply is sampled after: the whole
+// conversation, or with a history window of k, the prefix and the last k
+// turns.
+func (ep *episode) prompt(window int) []int {
+	if window <= 0 {
+		return ep.traj.Tokens
+	}
+	n := len(ep.users)
+	first := max(0, n-window)
+	out := append([]int(nil), ep.prefix...)
+	for j := first; j < n; j++ {
+		out = append(out, ep.users[j]...)
+		if j < len(ep.replies) {
+			out = append(out, ep.replies[j]...)
+		}
+	}
+	return out
 }
 
 // Run plays len(seeds) groups of k samples each; group g uses environment
@@ -211,7 +238,21 @@ func (e *Engine) start(ctx context.Context, ep *episode) {
 		ep.traj.Err = fmt.Sprintf("render prompt: %v", err)
 		return
 	}
-	ep.appendPrompt(append(ids, e.tmpl.thinkOpen...))
+	ids = append(ids, e.tmpl.thinkOpen...)
+	ep.appendPrompt(ids)
+	if e.cfg.HistoryWindow > 0 {
+		first := ep.traj.Messages[len(ep.traj.Messages)-1].Content
+		user, err := e.tmpl.userTurn(ctx, first)
+		if err != nil {
+			ep.traj.Err = fmt.Sprintf("render prompt: %v", err)
+			return
+		}
+		if len(user) > len(ids) || !slices.Equal(ids[len(ids)-len(user):], user) {
+			ep.traj.Err = "chat template: the first user message renders differently alone; history_window needs a concatenative template"
+			return
+		}
+		ep.prefix, ep.users = ids[:len(ids)-len(user)], [][]int{user}
+	}
 }
 
 func (ep *episode) appendPrompt(ids []int) {
@@ -229,9 +270,9 @@ func (e *Engine) sample(ctx context.Context, live []*episode, turn int, sampling
 		sp.Seed = mixSeed(samplingSeed, uint64(ep.traj.Group), uint64(ep.traj.Sample), uint64(turn))
 		if maxContext > 0 {
 			// Leave room for the template's end-of-message tokens.
-			sp.MaxTokens = min(sp.MaxTokens, maxContext-len(ep.traj.Tokens)-len(e.tmpl.assistantEnd))
+			sp.MaxTokens = min(sp.MaxTokens, maxContext-len(ep.prompt(e.cfg.HistoryWindow))-len(e.tmpl.assistantEnd))
 		}
-		reqs[i] = policy.Request{Prompt: ep.traj.Tokens, Sampling: sp}
+		reqs[i] = policy.Request{Prompt: ep.prompt(e.cfg.HistoryWindow), Sampling: sp}
 	}
 	// An episode whose context is full cannot reply; it ends truncated.
 	var askIdx []int
@@ -278,6 +319,9 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 	}
 	t := &ep.traj
 	tr := Turn{PromptEnd: len(t.Tokens), ReplyStart: len(t.Tokens), ThinkStart: -1, ThinkEnd: -1, Finish: s.Finish}
+	if e.cfg.HistoryWindow > 0 {
+		tr.Prompt = ep.prompt(e.cfg.HistoryWindow)
+	}
 	t.Tokens = append(t.Tokens, s.Tokens...)
 	t.LogProbs = append(t.LogProbs, s.LogProbs...)
 	for range s.Tokens {
@@ -318,6 +362,9 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 		ep.finished = true
 	}
 	closing := e.tmpl.closeAssistant(s.Tokens)
+	if e.cfg.HistoryWindow > 0 {
+		ep.replies = append(ep.replies, append(slices.Clone(s.Tokens), closing...))
+	}
 	if ep.finished {
 		ep.appendPrompt(closing)
 		return
@@ -328,8 +375,14 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 		t.Err = fmt.Sprintf("turn %d: render prompt: %v", turn+1, err)
 		return
 	}
-	next = append(closing, next...)
-	if limit := e.policy.Info().MaxContext; limit > 0 && len(t.Tokens)+len(next) >= limit {
+	user := next
+	next = append(slices.Clone(closing), next...)
+	nextPrompt := len(t.Tokens) + len(next)
+	if e.cfg.HistoryWindow > 0 {
+		ep.users = append(ep.users, user)
+		nextPrompt = len(ep.prompt(e.cfg.HistoryWindow))
+	}
+	if limit := e.policy.Info().MaxContext; limit > 0 && nextPrompt >= limit {
 		// No room left for a reply: the episode ends truncated here.
 		ep.finished = true
 		ep.appendPrompt(closing)

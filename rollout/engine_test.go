@@ -380,3 +380,56 @@ func TestCompactPrompt(t *testing.T) {
 		t.Errorf("bad prompt style: %v", err)
 	}
 }
+
+func TestHistoryWindow(t *testing.T) {
+	for _, style := range []string{PromptRAGEN, PromptCompact} {
+		cfg := DefaultConfig()
+		cfg.PromptStyle = style
+		cfg.HistoryWindow = 1
+		cfg.MaxTurns = 4
+		p := fixedReply("x</think><answer>Left</answer>")
+		trajs, err := newEngine(t, cfg, p).Run(context.Background(), []uint64{1}, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := trajs[0]
+		if tr.Err != "" || len(tr.Turns) != 4 {
+			t.Fatalf("%s: err %q, %d turns", style, tr.Err, len(tr.Turns))
+		}
+		tok := tokenizer.New()
+		seqs := tr.Sequences()
+		if len(seqs) != 4 {
+			t.Fatalf("%d sequences, want one per turn", len(seqs))
+		}
+		var ep episode
+		ep.traj = tr
+		for i := range tr.Turns {
+			// The window holds the system message (ragen style) and the
+			// turn's own user message: exactly the rendering of those.
+			var msgs []tokenizer.Message
+			userIdx := 2*i + 1
+			if style == PromptRAGEN {
+				msgs = append(msgs, tokenizer.Message{Role: "system", Content: tr.Messages[0].Content})
+			} else {
+				userIdx = 2 * i
+			}
+			msgs = append(msgs, tokenizer.Message{Role: "user", Content: tr.Messages[userIdx].Content})
+			want, _ := tok.Render(msgs, true)
+			want = append(want, tokenizer.ThinkID)
+			if got := tr.TurnPrompt(i); !slices.Equal(got, want) {
+				t.Fatalf("%s turn %d: window prompt\n got %v\nwant %v", style, i, got, want)
+			}
+			s := seqs[i]
+			reply := tr.Tokens[tr.Turns[i].ReplyStart:tr.Turns[i].ReplyEnd]
+			if !slices.Equal(s.Tokens[len(want):], reply) || s.LossMask[len(want)-1] || !s.LossMask[len(want)] {
+				t.Fatalf("turn %d: sequence does not end with the reply under the mask", i)
+			}
+			if got := policytest.LogProbs(want, reply); !slices.Equal(got, s.LogProbs[len(want):]) {
+				t.Errorf("turn %d: behaviour log-probs were not computed on the window", i)
+			}
+		}
+		if w := ep.window(1); len(w) != map[bool]int{true: 2, false: 1}[style == PromptRAGEN] {
+			t.Errorf("%s: chat window holds %d messages", style, len(w))
+		}
+	}
+}

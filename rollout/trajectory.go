@@ -52,6 +52,10 @@ type Turn struct {
 	// sampled after Tokens[:PromptEnd]. The prompt ends with "<think>" when
 	// thinking is on.
 	PromptEnd int
+	// Prompt, set only when a history window limits what the model saw,
+	// holds the exact prompt of this turn (the window), which then differs
+	// from Tokens[:PromptEnd]. See Trajectory.TurnPrompt.
+	Prompt []int
 	// ReplyStart and ReplyEnd delimit the sampled reply in Tokens.
 	ReplyStart, ReplyEnd int
 	// ThinkStart and ThinkEnd delimit the reasoning tokens, strictly
@@ -75,3 +79,44 @@ type Turn struct {
 
 // HasThink reports whether the turn has a non-empty reasoning span.
 func (t Turn) HasThink() bool { return t.ThinkStart >= 0 && t.ThinkEnd > t.ThinkStart }
+
+// TurnPrompt returns the tokens turn i's reply was sampled after: the
+// conversation so far, or the history window when one was used.
+func (t *Trajectory) TurnPrompt(i int) []int {
+	if p := t.Turns[i].Prompt; p != nil {
+		return p
+	}
+	return t.Tokens[:t.Turns[i].PromptEnd]
+}
+
+// Sequence is one training sequence: token ids, which of them the policy
+// sampled, and their behaviour log-probs.
+type Sequence struct {
+	Tokens   []int
+	LossMask []bool
+	LogProbs []float64
+}
+
+// Sequences returns the training sequences of the trajectory: the whole
+// conversation as one sequence, or with a history window, one sequence per
+// turn (that turn's prompt and reply; the mask covers the reply only), as
+// the model saw them.
+func (t *Trajectory) Sequences() []Sequence {
+	windowed := len(t.Turns) > 0 && t.Turns[0].Prompt != nil
+	if !windowed {
+		return []Sequence{{Tokens: t.Tokens, LossMask: t.LossMask, LogProbs: t.LogProbs}}
+	}
+	out := make([]Sequence, len(t.Turns))
+	for i, turn := range t.Turns {
+		reply := t.Tokens[turn.ReplyStart:turn.ReplyEnd]
+		n := len(turn.Prompt) + len(reply)
+		seq := Sequence{Tokens: make([]int, 0, n), LossMask: make([]bool, n), LogProbs: make([]float64, n)}
+		seq.Tokens = append(append(seq.Tokens, turn.Prompt...), reply...)
+		for j := range reply {
+			seq.LossMask[len(turn.Prompt)+j] = true
+			seq.LogProbs[len(turn.Prompt)+j] = t.LogProbs[turn.ReplyStart+j]
+		}
+		out[i] = seq
+	}
+	return out
+}

@@ -51,10 +51,7 @@ func collapseMetrics(ctx context.Context, p policy.Policy, trajs []rollout.Traje
 		if ps.NumCols() < 2 {
 			continue // nothing to tell apart
 		}
-		prompt := func(pr algos.Pair) []int {
-			tr := &trajs[pr.Traj]
-			return tr.Tokens[:tr.Turns[pr.Turn].PromptEnd]
-		}
+		prompt := func(pr algos.Pair) []int { return trajs[pr.Traj].TurnPrompt(pr.Turn) }
 		// A long prompt followed by a long chain can exceed the context:
 		// every prompt keeps at most its last (context - longest chain)
 		// tokens, the part that holds the current state.

@@ -263,6 +263,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("algo: %w", err))
 	}
 	check(c.Algo.LR > 0, "algo.lr: must be positive, got %v", c.Algo.LR)
+	check(!(c.Algo.UseKLInReward && c.Rollout.HistoryWindow > 0 && !c.Algo.UsesTokenEstimator()),
+		"algo.use_kl_in_reward: not supported with rollout.history_window and a group estimator")
 	check(!c.Algo.UsesCritic() || c.Algo.CriticLR > 0, "algo.critic_lr: must be positive with a critic, got %v", c.Algo.CriticLR)
 	check(c.Algo.GradClip >= 0, "algo.grad_clip: must be >= 0 (0 disables), got %v", c.Algo.GradClip)
 	check(c.Algo.Epochs >= 1, "algo.ppo_epochs: must be at least 1, got %d", c.Algo.Epochs)

@@ -24,9 +24,11 @@ type learner struct {
 	ref       *native.Model // frozen reference; nil without KL
 }
 
-// sequences are the trained trajectories in learner form.
+// sequences are the trained trajectories in learner form: one sequence per
+// trajectory, or per turn with a history window.
 type sequences struct {
-	tokens [][]int
+	episode []int // index of the trajectory each sequence comes from
+	tokens  [][]int
 	mask   [][]bool
 	oldLP  [][]float64 // behaviour log-probs (the policy's own at T=1)
 	adv    [][]float64
@@ -37,9 +39,12 @@ type sequences struct {
 func newSequences(trajs []rollout.Trajectory) *sequences {
 	s := &sequences{}
 	for i := range trajs {
-		s.tokens = append(s.tokens, trajs[i].Tokens)
-		s.mask = append(s.mask, trajs[i].LossMask)
-		s.oldLP = append(s.oldLP, trajs[i].LogProbs)
+		for _, seq := range trajs[i].Sequences() {
+			s.episode = append(s.episode, i)
+			s.tokens = append(s.tokens, seq.Tokens)
+			s.mask = append(s.mask, seq.LossMask)
+			s.oldLP = append(s.oldLP, seq.LogProbs)
+		}
 	}
 	return s
 }

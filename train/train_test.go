@@ -13,6 +13,8 @@ import (
 	"time"
 
 	_ "github.com/agentrl/agentrl/envs/sokoban"
+	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/policy/tokenizer"
 )
 
 // tinyConfig is a run small enough for the test suite: a 2-layer 32-wide
@@ -247,4 +249,31 @@ func TestNonFiniteLossesSkipThenStop(t *testing.T) {
 			t.Fatalf("param %d changed by a skipped update", i)
 		}
 	}
+}
+
+func TestTrainingConversations(t *testing.T) {
+	msgs := []policy.Message{{Role: "system", Content: "S"}, {Role: "user", Content: "u1"}, {Role: "assistant", Content: "a1"},
+		{Role: "user", Content: "u2"}, {Role: "assistant", Content: "a2"}, {Role: "user", Content: "u3"}, {Role: "assistant", Content: "a3"}}
+	if got := trainingConversations(msgs, 0); len(got) != 1 || len(got[0]) != 7 {
+		t.Errorf("window 0: %v", got)
+	}
+	got := trainingConversations(msgs, 1)
+	want := [][]string{{"S", "u1", "a1"}, {"S", "u2", "a2"}, {"S", "u3", "a3"}}
+	check := func(got [][]tokenizer.Message, want [][]string) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("got %d conversations, want %d", len(got), len(want))
+		}
+		for i := range want {
+			var contents []string
+			for _, m := range got[i] {
+				contents = append(contents, m.Content)
+			}
+			if strings.Join(contents, ",") != strings.Join(want[i], ",") {
+				t.Errorf("conversation %d = %v, want %v", i, contents, want[i])
+			}
+		}
+	}
+	check(got, want)
+	check(trainingConversations(msgs, 2), [][]string{{"S", "u1", "a1"}, {"S", "u1", "a1", "u2", "a2"}, {"S", "u2", "a2", "u3", "a3"}})
 }

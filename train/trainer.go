@@ -477,10 +477,11 @@ func (s *session) step(ctx context.Context) (map[string]float64, error) {
 func (s *session) update(ctx context.Context, step int, kept []rollout.Trajectory, groups algos.Groups) (map[string]float64, error) {
 	c := s.cfg
 	seqs := newSequences(kept)
-	in := algos.AdvantageInput{Groups: groups, Mask: seqs.mask, OldLogProb: seqs.oldLP}
-	for _, tr := range kept {
-		in.Scores = append(in.Scores, tr.Score)
+	scores := make([]float64, len(seqs.tokens))
+	for i, ep := range seqs.episode {
+		scores[i] = kept[ep].Score
 	}
+	in := algos.AdvantageInput{Scores: scores, Groups: groups, Mask: seqs.mask, OldLogProb: seqs.oldLP}
 	if s.learn.critic != nil {
 		v, err := forwardNoGrad(ctx, s.learn.critic, seqs, c.Algo.MiniBatch, func(o *native.Outputs) [][]float32 { return o.Value })
 		if err != nil {
@@ -498,7 +499,16 @@ func (s *session) update(ctx context.Context, step int, kept []rollout.Trajector
 		}
 		in.RefLogProb = ref
 	}
-	adv, ret, err := c.Algo.Advantages(in)
+	var adv, ret [][]float64
+	var err error
+	if len(seqs.tokens) != len(kept) && !c.Algo.UsesTokenEstimator() {
+		// A history window splits episodes into per-turn sequences; group
+		// estimators still count each episode once (RAGEN), so they run on
+		// one row per episode and the advantage is spread to its turns.
+		adv, ret, err = episodeAdvantages(c.Algo.Preset, kept, groups, seqs)
+	} else {
+		adv, ret, err = c.Algo.Advantages(in)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("advantages: %w", err)
 	}
@@ -586,4 +596,24 @@ func (r randomChat) Chat(_ context.Context, _ []policy.Message, sp policy.Sampli
 		return "<think></think>" + answer, nil
 	}
 	return answer, nil
+}
+
+// episodeAdvantages runs a group estimator on one row per episode and
+// broadcasts each episode's advantage to the masked tokens of its sequences.
+func episodeAdvantages(p algos.Preset, kept []rollout.Trajectory, groups algos.Groups, seqs *sequences) (adv, ret [][]float64, err error) {
+	in := algos.AdvantageInput{Groups: groups, Mask: make([][]bool, len(kept))}
+	for i := range kept {
+		in.Scores = append(in.Scores, kept[i].Score)
+		in.Mask[i] = []bool{true}
+	}
+	perEpisode, _, err := p.Advantages(in)
+	if err != nil {
+		return nil, nil, err
+	}
+	values := make([]float64, len(seqs.tokens))
+	for i, ep := range seqs.episode {
+		values[i] = perEpisode[ep][0]
+	}
+	adv, err = algos.BroadcastToTokens(values, seqs.mask)
+	return adv, adv, err
 }

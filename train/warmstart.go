@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/policy/native"
 	"github.com/agentrl/agentrl/policy/tokenizer"
 	"github.com/agentrl/agentrl/rollout"
@@ -147,18 +148,23 @@ func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *token
 	var seqs [][]int
 	var masks [][]bool
 	for _, d := range demos {
-		msgs := make([]tokenizer.Message, len(d.Messages))
-		for i, m := range d.Messages {
-			msgs[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+		for _, msgs := range trainingConversations(d.Messages, t.cfg.Rollout.HistoryWindow) {
+			r, err := tok.RenderTraining(msgs)
+			if err != nil {
+				return err
+			}
+			if len(r.IDs) > model.Config().MaxSeq {
+				continue
+			}
+			if t.cfg.Rollout.HistoryWindow > 0 {
+				// Only the window's last reply is this turn's to learn.
+				last := r.Messages[len(r.Messages)-1].Start
+				for i := 0; i < last; i++ {
+					r.AssistantMask[i] = false
+				}
+			}
+			seqs, masks = append(seqs, r.IDs), append(masks, r.AssistantMask)
 		}
-		r, err := tok.RenderTraining(msgs)
-		if err != nil {
-			return err
-		}
-		if len(r.IDs) > model.Config().MaxSeq {
-			continue
-		}
-		seqs, masks = append(seqs, r.IDs), append(masks, r.AssistantMask)
 	}
 	if len(seqs) == 0 {
 		return fmt.Errorf("warm start: every demonstration is longer than model.max_seq %d", model.Config().MaxSeq)
@@ -225,6 +231,35 @@ func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *token
 	}
 	t.log.Info("warm start: done", "steps", step, "sequences", len(seqs), "elapsed", time.Since(start).Round(time.Second))
 	return nil
+}
+
+// trainingConversations splits a transcript into what the model sees when
+// it writes each reply: the whole conversation (window 0), or for each
+// assistant message, the system message and the window's last turns ending
+// with that message.
+func trainingConversations(msgs []policy.Message, window int) [][]tokenizer.Message {
+	conv := make([]tokenizer.Message, len(msgs))
+	for i, m := range msgs {
+		conv[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+	}
+	if window <= 0 {
+		return [][]tokenizer.Message{conv}
+	}
+	var head []tokenizer.Message
+	body := conv
+	if len(body) > 0 && body[0].Role == tokenizer.RoleSystem {
+		head, body = body[:1], body[1:]
+	}
+	var out [][]tokenizer.Message
+	for i, m := range body {
+		if m.Role != tokenizer.RoleAssistant {
+			continue
+		}
+		first := max(0, i+1-2*window)
+		w := append(append([]tokenizer.Message(nil), head...), body[first:i+1]...)
+		out = append(out, w)
+	}
+	return out
 }
 
 func tokenizerJSON(tok *tokenizer.Tokenizer) ([]byte, error) {
