@@ -29,11 +29,11 @@ type learner struct {
 type sequences struct {
 	episode []int // index of the trajectory each sequence comes from
 	tokens  [][]int
-	mask   [][]bool
-	oldLP  [][]float64 // behaviour log-probs (the policy's own at T=1)
-	adv    [][]float64
-	ret    [][]float64 // critic targets
-	oldV   [][]float64 // critic values at rollout time
+	mask    [][]bool
+	oldLP   [][]float64 // behaviour log-probs (the policy's own at T=1)
+	adv     [][]float64
+	ret     [][]float64 // critic targets
+	oldV    [][]float64 // critic values at rollout time
 }
 
 func newSequences(trajs []rollout.Trajectory) *sequences {
