@@ -12,9 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrl/agentrl/algos"
 	_ "github.com/agentrl/agentrl/envs/sokoban"
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/policy/tokenizer"
+	"github.com/agentrl/agentrl/rollout"
 )
 
 // tinyConfig is a run small enough for the test suite: a 2-layer 32-wide
@@ -276,4 +278,24 @@ func TestTrainingConversations(t *testing.T) {
 	}
 	check(got, want)
 	check(trainingConversations(msgs, 2), [][]string{{"S", "u1", "a1"}, {"S", "u1", "a1", "u2", "a2"}, {"S", "u2", "a2", "u3", "a3"}})
+}
+
+func TestEpisodeAdvantagesBalanceEpisodes(t *testing.T) {
+	// Two episodes of one group: a success in 1 turn, a failure in 3.
+	kept := []rollout.Trajectory{{Score: 1}, {Score: 0}}
+	seqs := &sequences{episode: []int{0, 1, 1, 1}, mask: [][]bool{{false, true}, {false, true}, {false, true}, {false, true}}}
+	groups := algos.Groups{{0, 1}}
+	adv, _, err := episodeAdvantages(algos.PresetDrGRPO(), kept, groups, seqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Dr.GRPO: A = ±0.5; 4 sequences over 2 episodes gives balance 2, so the
+	// success's one sequence carries +1 and each of the failure's three -1/3:
+	// both episodes sum to the same magnitude.
+	want := []float64{1, -1.0 / 3, -1.0 / 3, -1.0 / 3}
+	for i, w := range want {
+		if math.Abs(adv[i][1]-w) > 1e-12 || adv[i][0] != 0 {
+			t.Errorf("sequence %d: advantage %v, want [0 %v]", i, adv[i], w)
+		}
+	}
 }

@@ -600,6 +600,13 @@ func (r randomChat) Chat(_ context.Context, _ []policy.Message, sp policy.Sampli
 
 // episodeAdvantages runs a group estimator on one row per episode and
 // broadcasts each episode's advantage to the masked tokens of its sequences.
+//
+// Each sequence's advantage is also scaled by (sequences/episodes)/turns
+// of its episode, so that every episode carries the same total weight, as
+// it does when the whole conversation is one sequence. Without it, failed
+// episodes (which run to the turn limit) outweigh short successful ones
+// several times over, and the negative advantage they spread over the
+// shared format and reasoning tokens drags those down.
 func episodeAdvantages(p algos.Preset, kept []rollout.Trajectory, groups algos.Groups, seqs *sequences) (adv, ret [][]float64, err error) {
 	in := algos.AdvantageInput{Groups: groups, Mask: make([][]bool, len(kept))}
 	for i := range kept {
@@ -610,9 +617,14 @@ func episodeAdvantages(p algos.Preset, kept []rollout.Trajectory, groups algos.G
 	if err != nil {
 		return nil, nil, err
 	}
-	values := make([]float64, len(seqs.tokens))
+	turns := make([]int, len(kept))
+	for _, ep := range seqs.episode {
+		turns[ep]++
+	}
+	balance := float64(len(seqs.episode)) / float64(len(kept))
+	values := make([]float64, len(seqs.episode))
 	for i, ep := range seqs.episode {
-		values[i] = perEpisode[ep][0]
+		values[i] = perEpisode[ep][0] * balance / float64(turns[ep])
 	}
 	adv, err = algos.BroadcastToTokens(values, seqs.mask)
 	return adv, adv, err
