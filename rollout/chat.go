@@ -22,6 +22,25 @@ type ChatModel interface {
 // trajectories carry Messages and Turns (with Reply, actions and rewards)
 // but no tokens. The error is non-nil only when ctx ends.
 func RunChat(ctx context.Context, cfg Config, model ChatModel, factory *envs.Factory, seeds []uint64) ([]Trajectory, error) {
+	return runText(ctx, cfg, factory, seeds, func(i int, ep *episode) replyFunc {
+		return func(ctx context.Context, turn int) (string, error) {
+			sp := cfg.Sampling
+			sp.Seed = mixSeed(seeds[i], uint64(turn))
+			reply, err := model.Chat(ctx, ep.window(cfg.HistoryWindow), sp)
+			if err != nil {
+				return "", fmt.Errorf("chat: %w", err)
+			}
+			return reply, nil
+		}
+	})
+}
+
+// replyFunc writes the reply of one turn of a text-level episode.
+type replyFunc func(ctx context.Context, turn int) (string, error)
+
+// runText plays one text-level episode per seed, each with the replies of
+// the function replies returns for it.
+func runText(ctx context.Context, cfg Config, factory *envs.Factory, seeds []uint64, replies func(i int, ep *episode) replyFunc) ([]Trajectory, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("rollout config: %w", err)
 	}
@@ -30,17 +49,7 @@ func RunChat(ctx context.Context, cfg Config, model ChatModel, factory *envs.Fac
 	for i, seed := range seeds {
 		eps[i] = &episode{traj: Trajectory{Group: i, Seed: seed}}
 	}
-	e.parallel(ctx, eps, func(i int, ep *episode) {
-		e.playText(ctx, ep, func(ctx context.Context, turn int) (string, error) {
-			sp := e.cfg.Sampling
-			sp.Seed = mixSeed(seeds[i], uint64(turn))
-			reply, err := model.Chat(ctx, ep.window(cfg.HistoryWindow), sp)
-			if err != nil {
-				return "", fmt.Errorf("chat: %w", err)
-			}
-			return reply, nil
-		})
-	})
+	e.parallel(ctx, eps, func(i int, ep *episode) { e.playText(ctx, ep, replies(i, ep)) })
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -53,7 +62,7 @@ func RunChat(ctx context.Context, cfg Config, model ChatModel, factory *envs.Fac
 
 // playText plays one episode whose replies are text from reply (a chat
 // model, an expert), with the engine's prompts, parsing and limits.
-func (e *Engine) playText(ctx context.Context, ep *episode, reply func(ctx context.Context, turn int) (string, error)) {
+func (e *Engine) playText(ctx context.Context, ep *episode, reply replyFunc) {
 	if err := open(ctx, &e.cfg, e.factory, ep); err != nil {
 		ep.traj.Err = err.Error()
 		return

@@ -31,17 +31,9 @@ type DemoOptions struct {
 
 // Demonstrate plays the demonstrations; see DemoOptions.
 func Demonstrate(ctx context.Context, cfg Config, factory *envs.Factory, seeds []uint64, opts DemoOptions) ([]Trajectory, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("rollout config: %w", err)
-	}
-	e := &Engine{cfg: cfg, factory: factory}
-	eps := make([]*episode, len(seeds))
-	for i, s := range seeds {
-		eps[i] = &episode{traj: Trajectory{Group: i, Seed: s}}
-	}
-	e.parallel(ctx, eps, func(i int, ep *episode) {
+	return runText(ctx, cfg, factory, seeds, func(i int, ep *episode) replyFunc {
 		rng := envs.NewRand(mixSeed(opts.Seed, seeds[i]), 0xde40)
-		e.playText(ctx, ep, func(context.Context, int) (string, error) {
+		return func(context.Context, int) (string, error) {
 			expert, ok := ep.env.(envs.Expert)
 			if !ok {
 				return "", fmt.Errorf("environment %q has no expert", factory.Name())
@@ -70,14 +62,6 @@ func Demonstrate(ctx context.Context, cfg Config, factory *envs.Factory, seeds [
 				rationale = advice.Brief
 			}
 			return "<think>" + rationale + "</think>" + answer, nil
-		})
+		}
 	})
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	out := make([]Trajectory, len(eps))
-	for i, ep := range eps {
-		out[i] = ep.finish()
-	}
-	return out, nil
 }

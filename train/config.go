@@ -165,25 +165,27 @@ type CheckpointConfig struct {
 }
 
 // Default returns the configuration every config file starts from: RAGEN's
-// CoordSokoban task, sized for a few minutes per dozen steps on two CPU cores.
+// CoordSokoban task with an embedded model sized so that the warm start
+// takes under two minutes and an RL step a few seconds on two CPU cores.
 func Default() Config {
 	ro := rollout.DefaultConfig()
 	ro.PromptStyle = rollout.PromptCompact
+	ro.HistoryWindow = 1
 	ro.Sampling.MaxTokens = 48
 	ro.Concurrency = 4
 	return Config{
-		Run: RunConfig{Seed: 1, Steps: 60, Groups: 8, GroupSize: 8, Out: "runs/sokoban",
+		Run: RunConfig{Seed: 1, Steps: 200, Groups: 8, GroupSize: 8, Out: "runs/sokoban",
 			TrainSeedBase: 10000, TranscriptsEvery: 10, NaNStopStreak: 3},
 		Env:     EnvConfig{Name: "sokoban"},
 		Rollout: ro,
-		Model:   ModelConfig{DModel: 128, Layers: 2, Heads: 4, KVHeads: 4, DFF: 352, MaxSeq: 768, VocabSize: 512},
-		Algo: AlgoConfig{PresetName: "GRPO", Preset: algos.PresetGRPO(), LR: 1e-4, CriticLR: 1e-4, WarmupSteps: 0,
-			WeightDecay: 0, GradClip: 1, Epochs: 1, MiniBatch: 32},
+		Model:   ModelConfig{DModel: 64, Layers: 2, Heads: 4, KVHeads: 4, DFF: 192, MaxSeq: 768, VocabSize: 512},
+		Algo: AlgoConfig{PresetName: "GRPO", Preset: algos.PresetGRPO(), LR: 5e-4, CriticLR: 5e-4, WarmupSteps: 0,
+			WeightDecay: 0, GradClip: 1, Epochs: 1, MiniBatch: 64},
 		Filter:     FilterConfig{FilterConfig: algos.RecommendedFilterConfig(), EmptyStopSteps: 5},
 		Collapse:   CollapseConfig{Every: 5, Samples: 64, FirstTurn: true, Trajectory: true},
-		Validation: ValidationConfig{Every: 5, Levels: 128, SeedBase: 1 << 40, Temperature: 1},
-		WarmStart: WarmStartConfig{Enabled: true, Episodes: 6000, Perturb: 0.2, Rationale: "brief", Duration: 3 * time.Minute,
-			Steps: 100000, Batch: 32, LR: 3e-3, CacheDir: "runs/cache"},
+		Validation: ValidationConfig{Every: 10, Levels: 256, SeedBase: 1 << 40, Temperature: 1},
+		WarmStart: WarmStartConfig{Enabled: true, Episodes: 6000, Perturb: 0.1, Rationale: "brief", Duration: 100 * time.Second,
+			Steps: 100000, Batch: 16, LR: 3e-3, CacheDir: "runs/cache"},
 		Checkpoint: CheckpointConfig{Every: 10, Resume: true},
 	}
 }
