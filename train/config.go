@@ -103,6 +103,13 @@ type FilterConfig struct {
 	EmptyStopSteps int `yaml:"empty_stop_steps"`
 	// VarianceEarlyStop turns on RAGEN's reward-variance early stop.
 	VarianceEarlyStop bool `yaml:"variance_early_stop"`
+	// DynamicSampling is DAPO's dynamic sampling: drop the groups whose
+	// samples all scored the same and sample new groups to refill the batch
+	// (at most MaxSampleRounds generation rounds per step). The filter
+	// above still applies afterwards; set value 1 and include_zero true
+	// for DAPO alone.
+	DynamicSampling bool `yaml:"dynamic_sampling"`
+	MaxSampleRounds int  `yaml:"max_sample_rounds"`
 }
 
 // CollapseConfig schedules the template-collapse (mutual information)
@@ -181,7 +188,7 @@ func Default() Config {
 		Model:   ModelConfig{DModel: 64, Layers: 2, Heads: 4, KVHeads: 4, DFF: 192, MaxSeq: 768, VocabSize: 512},
 		Algo: AlgoConfig{PresetName: "GRPO", Preset: algos.PresetGRPO(), LR: 5e-4, CriticLR: 5e-4, WarmupSteps: 0,
 			WeightDecay: 0, GradClip: 1, Epochs: 1, MiniBatch: 64},
-		Filter:     FilterConfig{FilterConfig: algos.RecommendedFilterConfig(), EmptyStopSteps: 5},
+		Filter:     FilterConfig{FilterConfig: algos.RecommendedFilterConfig(), EmptyStopSteps: 5, MaxSampleRounds: 3},
 		Collapse:   CollapseConfig{Every: 5, Samples: 64, FirstTurn: true, Trajectory: true},
 		Validation: ValidationConfig{Every: 10, Levels: 256, SeedBase: 1 << 40, Temperature: 1},
 		WarmStart: WarmStartConfig{Enabled: true, Episodes: 6000, Perturb: 0.1, Rationale: "brief", Duration: 100 * time.Second,
@@ -276,6 +283,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("filter: %w", err))
 	}
 	check(c.Filter.EmptyStopSteps >= 1, "filter.empty_stop_steps: must be at least 1, got %d", c.Filter.EmptyStopSteps)
+	check(!c.Filter.DynamicSampling || c.Filter.MaxSampleRounds >= 1, "filter.max_sample_rounds: must be at least 1, got %d", c.Filter.MaxSampleRounds)
 	check(c.Collapse.Every >= 0, "collapse.every: must be >= 0, got %d", c.Collapse.Every)
 	check(c.Collapse.Samples >= 2, "collapse.samples: must be at least 2, got %d", c.Collapse.Samples)
 	check(c.Validation.Every >= 0, "validation.every: must be >= 0, got %d", c.Validation.Every)

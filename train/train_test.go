@@ -335,3 +335,48 @@ func TestTrainingLevelsAvoidValidationLayouts(t *testing.T) {
 		}
 	}
 }
+
+func TestDynamicSamplingRefills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("samples from a small model")
+	}
+	dir := t.TempDir()
+	cfg := tinyConfig(t, filepath.Join(dir, "run"), 1)
+	cfg.Filter.DynamicSampling, cfg.Filter.MaxSampleRounds = true, 2
+	tr, err := New(cfg, quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tr.open(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.rec.close()
+	// Group 0 all scored alike (dropped), group 1 varies (kept).
+	var trajs []rollout.Trajectory
+	for g, scores := range [][]float64{{1, 1, 1, 1}, {0, 1, 0, 2}} {
+		for i, sc := range scores {
+			trajs = append(trajs, rollout.Trajectory{Group: g, Sample: i, Seed: uint64(100 + g), Score: sc})
+		}
+	}
+	out, next, m, err := s.dynamicSampling(context.Background(), 1, trajs, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m["rollout/dynamic_sampling_rounds"] != 2 || m["rollout/dynamic_sampling_dropped"] < 1 || next <= 5000 {
+		t.Errorf("metrics %v, next seed %d", m, next)
+	}
+	if len(out)%4 != 0 || len(out) < 4 || len(out) > 8 {
+		t.Fatalf("%d trajectories back", len(out))
+	}
+	for i := 0; i < 4; i++ {
+		if out[i].Seed != 101 || out[i].Group != 0 || out[i].Score != []float64{0, 1, 0, 2}[i] {
+			t.Errorf("trajectory %d = group %d seed %d score %v; want the varied group first, renumbered 0", i, out[i].Group, out[i].Seed, out[i].Score)
+		}
+	}
+	for i := 4; i < len(out); i++ {
+		if out[i].Group != 1 || out[i].Seed < 5000 {
+			t.Errorf("refill trajectory %d: group %d seed %d", i, out[i].Group, out[i].Seed)
+		}
+	}
+}

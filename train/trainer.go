@@ -399,10 +399,20 @@ func (s *session) step(ctx context.Context) (map[string]float64, error) {
 		}
 	}
 
+	if c.Filter.DynamicSampling {
+		var dm map[string]float64
+		if trajs, next, dm, err = s.dynamicSampling(ctx, step, trajs, next); err != nil {
+			return nil, err
+		}
+		for k, v := range dm {
+			m[k] = v
+		}
+	}
+
 	// Groups with a failed trajectory are left out whole: their reward
 	// spread would be computed from a partial group.
 	scores := make([]float64, len(trajs))
-	groupOK := make([]bool, c.Run.Groups)
+	groupOK := make([]bool, len(trajs)/c.Run.GroupSize)
 	for g := range groupOK {
 		groupOK[g] = true
 	}
@@ -471,6 +481,59 @@ func (s *session) step(ctx context.Context) (map[string]float64, error) {
 	}
 	s.state.Step, s.state.NextTrainSeed = step, next
 	return m, nil
+}
+
+// dynamicSampling is DAPO's dynamic sampling: it drops the groups whose
+// samples all scored the same and samples fresh groups (new levels) to
+// refill the batch to run.groups, for at most filter.max_sample_rounds
+// rounds. The returned trajectories hold whole groups, renumbered 0..n-1.
+func (s *session) dynamicSampling(ctx context.Context, step int, trajs []rollout.Trajectory, next uint64) ([]rollout.Trajectory, uint64, map[string]float64, error) {
+	c := s.cfg
+	k := c.Run.GroupSize
+	var out []rollout.Trajectory
+	dropped, rounds := 0, 0
+	for {
+		scores := make([]float64, len(trajs))
+		for i, tr := range trajs {
+			scores[i] = tr.Score
+		}
+		groups, err := algos.ContiguousGroups(len(trajs), k)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		r, err := algos.DynamicSampling(scores, groups, len(out)/k, c.Run.Groups)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		dropped += r.ZeroVarianceCount
+		for _, g := range r.Kept {
+			if len(out)/k == c.Run.Groups {
+				break
+			}
+			for _, i := range groups[g] {
+				tr := trajs[i]
+				tr.Group = len(out) / k
+				out = append(out, tr)
+			}
+		}
+		rounds++
+		if r.NeedGroups == 0 || rounds >= c.Filter.MaxSampleRounds {
+			break
+		}
+		seeds, n, err := s.nextSeeds(next, r.NeedGroups)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		next = n
+		if trajs, err = s.engine.Run(ctx, seeds, k, stepSeed(c.Run.Seed, step, 16+uint64(rounds))); err != nil {
+			return nil, 0, nil, err
+		}
+	}
+	return out, next, map[string]float64{
+		"rollout/dynamic_sampling_rounds":  float64(rounds),
+		"rollout/dynamic_sampling_dropped": float64(dropped),
+		"rollout/dynamic_sampling_groups":  float64(len(out) / k),
+	}, nil
 }
 
 // update computes advantages for the kept trajectories and trains on them.
