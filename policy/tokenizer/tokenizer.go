@@ -348,62 +348,17 @@ type candidate struct {
 	pos  int32 // index of the left symbol
 }
 
-// pairHeap is a binary min-heap of candidates by (rank, pos).
-type pairHeap []candidate
-
-func (h pairHeap) less(i, j int) bool {
-	if h[i].rank != h[j].rank {
-		return h[i].rank < h[j].rank
+// before orders candidates by (rank, pos): the lowest-ranked merge first,
+// leftmost among equals.
+func (c candidate) before(o candidate) bool {
+	if c.rank != o.rank {
+		return c.rank < o.rank
 	}
-	return h[i].pos < h[j].pos
+	return c.pos < o.pos
 }
 
-func (h pairHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h *pairHeap) push(c candidate) {
-	*h = append(*h, c)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-func (h *pairHeap) pop() candidate {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	*h = s[:last]
-	h.down(0)
-	return top
-}
-
-func (h pairHeap) down(i int) {
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(h) && h.less(r, l) {
-			m = r
-		}
-		if !h.less(m, i) {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-}
+// pairHeap holds merge candidates, the next to apply on top.
+type pairHeap = heap[candidate]
 
 // ErrUnknownID is returned (wrapped) by Decode and TokenBytes for an id
 // outside the vocabulary.

@@ -207,60 +207,14 @@ type countEntry struct {
 	key   uint64
 }
 
-// countHeap is a binary heap with the highest count on top, ties going to
-// the smallest pair key, that is the smallest (left, right).
-type countHeap []countEntry
-
-func (h countHeap) less(i, j int) bool {
-	if h[i].count != h[j].count {
-		return h[i].count > h[j].count
+// before puts the higher count first, ties going to the smallest pair key,
+// that is the smallest (left, right).
+func (e countEntry) before(o countEntry) bool {
+	if e.count != o.count {
+		return e.count > o.count
 	}
-	return h[i].key < h[j].key
+	return e.key < o.key
 }
 
-func (h countHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h *countHeap) push(e countEntry) {
-	*h = append(*h, e)
-	s := *h
-	for i := len(s) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-func (h *countHeap) pop() countEntry {
-	s := *h
-	top := s[0]
-	last := len(s) - 1
-	s[0] = s[last]
-	*h = s[:last]
-	h.down(0)
-	return top
-}
-
-func (h countHeap) down(i int) {
-	for {
-		l := 2*i + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(h) && h.less(r, l) {
-			m = r
-		}
-		if !h.less(m, i) {
-			return
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-}
+// countHeap holds pair counts, the pair to merge next on top.
+type countHeap = heap[countEntry]
