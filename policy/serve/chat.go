@@ -93,15 +93,6 @@ type chatChoice struct {
 	TokenIDs     []int          `json:"token_ids"`
 }
 
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	resp, err := s.chatComplete(w, r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
 func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, error) {
 	leave := s.batch.arrive()
 	defer leave()

@@ -144,15 +144,6 @@ func idList(v []any) ([]int, error) {
 	return ids, nil
 }
 
-func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	resp, err := s.complete(w, r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
 func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 	leave := s.batch.arrive()
 	defer leave()

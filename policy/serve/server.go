@@ -136,12 +136,24 @@ func New(p policy.Policy, opts Options) *Server {
 	s.mux = map[string]route{
 		"/health":              {http.MethodGet, s.health},
 		"/v1/models":           {http.MethodGet, s.models},
-		"/v1/completions":      {http.MethodPost, s.completions},
-		"/v1/chat/completions": {http.MethodPost, s.chat},
+		"/v1/completions":      {http.MethodPost, s.respond(s.complete)},
+		"/v1/chat/completions": {http.MethodPost, s.respond(s.chatComplete)},
 		"/tokenize":            {http.MethodPost, s.tokenize},
 		"/detokenize":          {http.MethodPost, s.detokenize},
 	}
 	return s
+}
+
+// respond adapts a handler that returns its response body or an error.
+func (s *Server) respond(f func(http.ResponseWriter, *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		resp, err := f(w, r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, resp)
+	}
 }
 
 // Model returns the served model name.
