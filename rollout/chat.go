@@ -50,14 +50,7 @@ func runText(ctx context.Context, cfg Config, factory *envs.Factory, seeds []uin
 		eps[i] = &episode{traj: Trajectory{Group: i, Seed: seed}}
 	}
 	e.parallel(ctx, eps, func(i int, ep *episode) { e.playText(ctx, ep, replies(i, ep)) })
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	out := make([]Trajectory, len(eps))
-	for i, ep := range eps {
-		out[i] = ep.finish()
-	}
-	return out, nil
+	return finishAll(ctx, eps)
 }
 
 // playText plays one episode whose replies are text from reply (a chat

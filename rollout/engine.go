@@ -133,6 +133,12 @@ func (e *Engine) Run(ctx context.Context, seeds []uint64, k int, samplingSeed ui
 		}
 		e.parallel(ctx, live, func(i int, ep *episode) { e.playTurn(ctx, ep, turn, samples[i]) })
 	}
+	return finishAll(ctx, eps)
+}
+
+// finishAll returns the finished trajectories, or ctx's error when it ended
+// before they were played.
+func finishAll(ctx context.Context, eps []*episode) ([]Trajectory, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
