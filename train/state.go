@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 
 	"github.com/agentrl/agentrl/policy/native"
@@ -13,8 +14,9 @@ import (
 
 // Files inside a run checkpoint besides the actor's own.
 const (
-	stateFile = "trainer_state.json"
-	criticDir = "critic"
+	stateFile    = "trainer_state.json"
+	criticDir    = "critic"
+	referenceDir = "reference"
 )
 
 // jsonState is State with NaN-safe floats (JSON has no NaN).
@@ -60,10 +62,29 @@ func (s *session) checkpoint() error {
 			return fmt.Errorf("checkpoint critic: %w", err)
 		}
 	}
+	if s.learn.ref != nil {
+		refDir := filepath.Join(s.cfg.Run.Out, checkpointsDir, referenceDir)
+		if _, err := os.Stat(refDir); errors.Is(err, fs.ErrNotExist) {
+			// The reference never changes: written once.
+			if err := native.SaveCheckpoint(refDir, s.learn.ref, nil, nil); err != nil {
+				return fmt.Errorf("checkpoint reference: %w", err)
+			}
+		}
+	}
 	if err := native.SaveCheckpoint(dir, s.actor, s.learn.actorOpt, map[string][]byte{tokenizerFile: tok, stateFile: state}); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
+}
+
+// loadReference loads the frozen KL reference saved with the run.
+func (s *session) loadReference() (*native.Model, error) {
+	dir := filepath.Join(s.cfg.Run.Out, checkpointsDir, referenceDir)
+	ck, err := native.LoadCheckpoint(dir)
+	if err != nil {
+		return nil, fmt.Errorf("resume: the KL reference policy: %w", err)
+	}
+	return ck.Model, nil
 }
 
 // resume loads run.out/checkpoints/latest if it exists. It reports whether

@@ -21,7 +21,7 @@ import (
 
 // tinyConfig is a run small enough for the test suite: a 2-layer 32-wide
 // model, a short warm start, 2 groups of 4.
-func tinyConfig(t *testing.T, out string, steps int) Config {
+func tinyConfig(t *testing.T, out string, steps int, overrides ...string) Config {
 	t.Helper()
 	cfg, err := Parse([]byte(`
 env:
@@ -65,7 +65,7 @@ warm_start:
   cache_dir: `+filepath.Join(filepath.Dir(out), "cache")+`
 checkpoint:
   every: 2
-`), nil)
+`), overrides)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,9 +80,24 @@ func TestRunWritesMetricsAndResumesOnTheSameCurve(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a small model")
 	}
+	for _, c := range []struct {
+		name string
+		sets []string
+		want string // a metric the case must produce
+	}{
+		{"windowed GRPO", nil, "collapse_first_turn_sample/mi_estimate"},
+		// The whole conversation as one sequence, with a KL loss to the
+		// frozen reference, which a resumed run must reload.
+		{"full conversation with KL", []string{"rollout.history_window=0", "algo.use_kl_loss=true", "algo.kl_loss_coef=0.05"}, "actor/kl_loss"},
+	} {
+		t.Run(c.name, func(t *testing.T) { checkResume(t, c.sets, c.want) })
+	}
+}
+
+func checkResume(t *testing.T, sets []string, want string) {
 	dir := t.TempDir()
 	run := func(out string, steps int) []map[string]float64 {
-		tr, err := New(tinyConfig(t, filepath.Join(dir, out), steps), quietOptions())
+		tr, err := New(tinyConfig(t, filepath.Join(dir, out), steps, sets...), quietOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +138,7 @@ func TestRunWritesMetricsAndResumesOnTheSameCurve(t *testing.T) {
 	}
 	last := full[len(full)-1]
 	for _, k := range []string{"train/success", "train/score", "actor/pg_loss", "rollout/filter_kept_ratio",
-		"val-env/success", "val-env/random_success", "collapse_first_turn_sample/mi_estimate"} {
+		"val-env/success", "val-env/random_success", want} {
 		if _, ok := last[k]; !ok {
 			t.Errorf("final metrics lack %s: %v", k, sortedKeys(last))
 		}

@@ -192,13 +192,19 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 	}
 	var ref *native.Model
 	if c.Algo.UseKLLoss {
-		// The reference is the starting policy of this session's run: the
-		// warm-started (or loaded) weights, frozen.
+		// The reference is the policy the run started from (the warm-started
+		// or loaded weights), frozen; a resumed run reloads it.
 		var err error
-		if ref, err = native.New(s.actor.Config(), 0); err != nil {
-			return nil, err
+		if resumed {
+			if ref, err = s.loadReference(); err != nil {
+				return nil, err
+			}
+		} else {
+			if ref, err = native.New(s.actor.Config(), 0); err != nil {
+				return nil, err
+			}
+			copy(ref.Params(), s.actor.Params())
 		}
-		copy(ref.Params(), s.actor.Params())
 	}
 	s.learn = &learner{cfg: c.Algo, actor: s.actor, actorOpt: actorOpt, critic: critic, criticOpt: criticOpt, ref: ref}
 	pol, err := local.New(c.Env.Name, s.actor, s.tok)

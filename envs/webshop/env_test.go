@@ -88,7 +88,7 @@ func TestCatalogDeterministicAndShared(t *testing.T) {
 	}
 }
 
-// TestCatalogLooksLikeAShop checks the breadth the brief asks for.
+// TestCatalogLooksLikeAShop checks that the catalog is broad enough to read like a real shop.
 func TestCatalogLooksLikeAShop(t *testing.T) {
 	c := SharedCatalog(SmallCatalog, 0)
 	cats, queries, attrs, groups := map[string]bool{}, map[string]bool{}, map[string]bool{}, map[string]bool{}
