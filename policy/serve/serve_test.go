@@ -2,10 +2,13 @@ package serve_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -443,12 +446,35 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// gated holds its first Sample call until release is closed, so that
+// requests arriving meanwhile must queue for the next call whatever the
+// scheduling of the machine.
+type gated struct {
+	*counting
+	first   sync.Once
+	release chan struct{}
+}
+
+func (g *gated) Sample(ctx context.Context, reqs []policy.Request) ([]policy.Sample, error) {
+	g.first.Do(func() { <-g.release })
+	return g.counting.Sample(ctx, reqs)
+}
+
 // TestBatching checks that concurrent requests share policy.Sample calls
 // and get the answers they would get alone.
 func TestBatching(t *testing.T) {
 	ctx := context.Background()
 	cp := &counting{Policy: tiny(t)}
-	ts, srv := start(t, cp, serve.Options{BatchWindow: 50 * time.Millisecond, MaxBatch: 64})
+	g := &gated{counting: cp, release: make(chan struct{})}
+	srv := serve.New(g, serve.Options{BatchWindow: 50 * time.Millisecond, MaxBatch: 64, Logger: quietLogger()})
+	var arrived atomic.Int64
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/completions" {
+			arrived.Add(1)
+		}
+		srv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { ts.Close(); srv.Close() })
 	c := connect(t, ts.URL, "")
 	const n = 16
 	pr := prompts(t, cp, n)
@@ -464,6 +490,13 @@ func TestBatching(t *testing.T) {
 		want[i] = s[0]
 	}
 	before := cp.calls.Load()
+	go func() {
+		// Release the first call once every request has reached the server.
+		for deadline := time.Now().Add(10 * time.Second); arrived.Load() < n && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		close(g.release)
+	}()
 	got := make([]policy.Sample, n)
 	var wg sync.WaitGroup
 	for i := range reqs {
@@ -478,8 +511,11 @@ func TestBatching(t *testing.T) {
 	}
 	wg.Wait()
 	calls := cp.calls.Load() - before
-	if calls >= n {
-		t.Errorf("%d concurrent requests made %d Sample calls", n, calls)
+	// The first call holds what had been checked when it started; the rest
+	// queue behind it and go out together (a straggler still being read
+	// may make one more).
+	if calls > 3 {
+		t.Errorf("%d concurrent requests made %d Sample calls, want at most 3", n, calls)
 	}
 	if st := srv.Stats(); st.SampleCalls != calls || st.Sequences != n {
 		t.Errorf("stats %+v after %d calls", st, calls)
