@@ -89,6 +89,8 @@ func TestRunWritesMetricsAndResumesOnTheSameCurve(t *testing.T) {
 		// The whole conversation as one sequence, with a KL loss to the
 		// frozen reference, which a resumed run must reload.
 		{"full conversation with KL", []string{"rollout.history_window=0", "algo.use_kl_loss=true", "algo.kl_loss_coef=0.05"}, "actor/kl_loss"},
+		// GAE with a critic, which is checkpointed and resumed beside the actor.
+		{"PPO", []string{"algo.preset=PPO"}, "critic/vf_loss"},
 	} {
 		t.Run(c.name, func(t *testing.T) { checkResume(t, c.sets, c.want) })
 	}
