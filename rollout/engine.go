@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -70,6 +69,23 @@ type episode struct {
 	prefix  []int
 	users   [][]int
 	replies [][]int
+	// lastPrompt is the window the reply being played was sampled after.
+	lastPrompt []int
+}
+
+// promptLen is len(ep.prompt(window)) without building it.
+func (ep *episode) promptLen(window int) int {
+	if window <= 0 {
+		return len(ep.traj.Tokens)
+	}
+	n := len(ep.prefix)
+	for j := max(0, len(ep.users)-window); j < len(ep.users); j++ {
+		n += len(ep.users[j])
+		if j < len(ep.replies) {
+			n += len(ep.replies[j])
+		}
+	}
+	return n
 }
 
 // prompt returns the tokens the next reply is sampled after: the whole
@@ -81,7 +97,8 @@ func (ep *episode) prompt(window int) []int {
 	}
 	n := len(ep.users)
 	first := max(0, n-window)
-	out := append([]int(nil), ep.prefix...)
+	out := make([]int, 0, ep.promptLen(window))
+	out = append(out, ep.prefix...)
 	for j := first; j < n; j++ {
 		out = append(out, ep.users[j]...)
 		if j < len(ep.replies) {
@@ -274,11 +291,15 @@ func (e *Engine) sample(ctx context.Context, live []*episode, turn int, sampling
 	for i, ep := range live {
 		sp := e.cfg.Sampling
 		sp.Seed = mixSeed(samplingSeed, uint64(ep.traj.Group), uint64(ep.traj.Sample), uint64(turn))
+		prompt := ep.prompt(e.cfg.HistoryWindow)
+		if e.cfg.HistoryWindow > 0 {
+			ep.lastPrompt = prompt
+		}
 		if maxContext > 0 {
 			// Leave room for the template's end-of-message tokens.
-			sp.MaxTokens = min(sp.MaxTokens, maxContext-len(ep.prompt(e.cfg.HistoryWindow))-len(e.tmpl.assistantEnd))
+			sp.MaxTokens = min(sp.MaxTokens, maxContext-len(prompt)-len(e.tmpl.assistantEnd))
 		}
-		reqs[i] = policy.Request{Prompt: ep.prompt(e.cfg.HistoryWindow), Sampling: sp}
+		reqs[i] = policy.Request{Prompt: prompt, Sampling: sp}
 	}
 	// An episode whose context is full cannot reply; it ends truncated.
 	var askIdx []int
@@ -326,7 +347,7 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 	t := &ep.traj
 	tr := Turn{PromptEnd: len(t.Tokens), ReplyStart: len(t.Tokens), ThinkStart: -1, ThinkEnd: -1, Finish: s.Finish}
 	if e.cfg.HistoryWindow > 0 {
-		tr.Prompt = ep.prompt(e.cfg.HistoryWindow)
+		tr.Prompt = ep.lastPrompt
 	}
 	t.Tokens = append(t.Tokens, s.Tokens...)
 	t.LogProbs = append(t.LogProbs, s.LogProbs...)
@@ -386,7 +407,7 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 	nextPrompt := len(t.Tokens) + len(next)
 	if e.cfg.HistoryWindow > 0 {
 		ep.users = append(ep.users, user)
-		nextPrompt = len(ep.prompt(e.cfg.HistoryWindow))
+		nextPrompt = ep.promptLen(e.cfg.HistoryWindow)
 	}
 	if limit := e.policy.Info().MaxContext; limit > 0 && nextPrompt >= limit {
 		// No room left for a reply: the episode ends truncated here.
@@ -454,8 +475,8 @@ func (ep *episode) addMetrics(m map[string]float64) {
 	if ep.metricSums == nil {
 		ep.metricSums = map[string]float64{}
 	}
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		ep.metricSums[k] += m[k]
+	for k, v := range m {
+		ep.metricSums[k] += v
 	}
 	ep.metricCount++
 }
