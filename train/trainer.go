@@ -272,15 +272,8 @@ func (t *Trainer) buildValidationSet() error {
 	return nil
 }
 
-// freshSeeds returns n seeds from base upward whose layouts are not
-// validation layouts.
-func (t *Trainer) freshSeeds(base uint64, n int) ([]uint64, error) {
-	seeds, _, err := t.nextSeeds(base, n)
-	return seeds, err
-}
-
-// nextSeeds is freshSeeds that also returns the seed after the last one
-// taken.
+// nextSeeds returns n seeds from base upward whose layouts are not
+// validation layouts, and the seed after the last one taken.
 func (t *Trainer) nextSeeds(base uint64, n int) ([]uint64, uint64, error) {
 	env, err := t.factory.New()
 	if err != nil {

@@ -84,7 +84,7 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 		}
 	}
 
-	seeds, err := t.freshSeeds(warmSeedBase, c.WarmStart.Episodes)
+	seeds, _, err := t.nextSeeds(warmSeedBase, c.WarmStart.Episodes)
 	if err != nil {
 		return nil, err
 	}
