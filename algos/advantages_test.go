@@ -196,3 +196,46 @@ func TestPresetAdvantagesDispatch(t *testing.T) {
 	mustNil(t, err)
 	approxRows(t, "REINFORCE++", adv, [][]float64{{-a, -a}, {a, a}})
 }
+
+// TestConstantGroupsAreExactlyZero: a group whose episodes all scored the
+// same has a spread and advantages of exactly 0, not the rounding residue
+// of a running sum (16 copies of 10.8 sum to 172.80000000000004).
+func TestConstantGroupsAreExactlyZero(t *testing.T) {
+	const k = 16
+	var scores []float64
+	for range k {
+		scores = append(scores, 10.8)
+	}
+	scores = append(scores, 0, 1, 0, 1, 0, 2, 0, 2)
+	groups := Groups{make([]int, k), {16, 17, 18, 19}, {20, 21, 22, 23}}
+	for i := range k {
+		groups[0][i] = i
+	}
+	stats, err := ComputeGroupStats(scores, groups)
+	mustNil(t, err)
+	if s := stats[0]; s.Std != 0 || s.Var != 0 || s.Mean != 10.8 || !s.Constant {
+		t.Errorf("constant group stats %+v, want mean 10.8 and std, var exactly 0", s)
+	}
+	for name, est := range map[string]func([]float64, Groups) ([]float64, error){
+		"GRPO": GRPOAdvantages, "DrGRPO": DrGRPOAdvantages, "RLOO": RLOOAdvantages,
+	} {
+		adv, err := est(scores, groups)
+		mustNil(t, err)
+		for i := range k {
+			if adv[i] != 0 {
+				t.Fatalf("%s: advantage of constant-group member %d = %g, want exactly 0", name, i, adv[i])
+			}
+		}
+	}
+	// RAGEN's linear top-p on the lowest spreads (type smallest, include
+	// zero): the walk stops at the first score ≤ 0, so with the constant
+	// group first nothing is kept. A residue of 1.9e-15 instead of 0 would
+	// let the walk go on and keep groups.
+	cfg := DefaultFilterConfig()
+	cfg.Value, cfg.Type = 0.9, Smallest
+	r, err := FilterGroups(cfg, scores, groups)
+	mustNil(t, err)
+	if len(r.Kept) != 0 || !r.Empty {
+		t.Errorf("kept %v, want nothing", r.Kept)
+	}
+}

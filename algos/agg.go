@@ -5,22 +5,24 @@ import "fmt"
 // Loss aggregation: how per-token losses ℓ_{i,t} of a batch of B sequences
 // become one scalar, as verl's agg_loss defines the three modes RAGEN uses.
 // Each mode is a weighting, L = Σ_{i,t} w_{i,t}·ℓ_{i,t}, with m_{i,t} ∈ {0,1}
-// the loss mask and n_i = Σ_t m_{i,t}:
+// the loss mask, n_i = Σ_t m_{i,t} and B' = #{i : n_i > 0} the number of
+// sequences with at least one trained token:
 //
 //	token-mean:           w_{i,t} = m_{i,t} / Σ_{j,s} m_{j,s}          (every token weighs the same)
-//	seq-mean-token-mean:  w_{i,t} = m_{i,t} / (n_i · B)                (every sequence weighs the same)
-//	seq-mean-token-sum:   w_{i,t} = m_{i,t} / B                        (Σ over tokens, mean over sequences)
+//	seq-mean-token-mean:  w_{i,t} = m_{i,t} / (n_i · B')               (every sequence weighs the same)
+//	seq-mean-token-sum:   w_{i,t} = m_{i,t} / B'                       (Σ over tokens, mean over sequences)
 //
-// B counts every sequence passed in, including any with n_i = 0 (verl's
-// torch.mean over the batch dimension); seq-mean-token-sum is therefore
-// normalised by the number of sequences only, never by a length, so longer
-// sequences contribute proportionally more. verl's fourth mode
-// seq-mean-token-sum-norm (Σ_{i,t} m·ℓ / T_max) is not offered.
+// Sequences without a trained token are left out of the mean over
+// sequences, as in verl's agg_loss since PR #3915 (its seq_mask, "exclude
+// fully masked sequences"); before that change verl divided by every row. So
+// with four sequences of which one has trained tokens, that one sequence
+// carries the whole loss. seq-mean-token-sum is normalised by the number of
+// sequences only, never by a length, so longer sequences contribute
+// proportionally more. verl's fourth mode seq-mean-token-sum-norm
+// (Σ_{i,t} m·ℓ / T_max) is not offered.
 //
-// Deviations, all measure-zero in training: verl's masked_mean divides by
-// Σm + 1e-8 (here exactly Σm); a sequence with n_i = 0 makes verl's
-// seq-mean-token-mean NaN (here it contributes 0 but still counts in B); an
-// all-empty batch gives all-zero weights.
+// Deviations, all measure-zero in training: verl's masked means divide by
+// Σm + 1e-8 (here exactly Σm); an all-empty batch gives all-zero weights.
 //
 // verl aggregates per micro-batch and averages micro-batches; pass the whole
 // mini-batch here to get the mode's intended weighting.
@@ -52,32 +54,31 @@ func AggWeights(mode LossAggMode, mask [][]bool) ([][]float64, error) {
 		return nil, err
 	}
 	w := zerosLike(mask)
-	b := float64(len(mask))
-	total := 0
+	counts := make([]int, len(mask))
+	total, nonEmpty := 0, 0
 	for i := range mask {
 		for _, m := range mask[i] {
 			if m {
-				total++
+				counts[i]++
 			}
 		}
+		total += counts[i]
+		if counts[i] > 0 {
+			nonEmpty++
+		}
 	}
+	b := float64(nonEmpty)
 	for i := range mask {
-		n := 0
-		for _, m := range mask[i] {
-			if m {
-				n++
-			}
+		n := counts[i]
+		if n == 0 {
+			continue
 		}
 		var wi float64
 		switch mode {
 		case TokenMean:
-			if total > 0 {
-				wi = 1 / float64(total)
-			}
+			wi = 1 / float64(total)
 		case SeqMeanTokenMean:
-			if n > 0 {
-				wi = 1 / (float64(n) * b)
-			}
+			wi = 1 / (float64(n) * b)
 		case SeqMeanTokenSum:
 			wi = 1 / b
 		}

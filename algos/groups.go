@@ -101,16 +101,32 @@ func values(xs []float64, idx []int) []float64 {
 	return out
 }
 
-// mean is the arithmetic mean; 0 for an empty slice.
+// mean is the arithmetic mean; 0 for an empty slice. The mean of equal
+// values is that value exactly (a plain running sum of 16 copies of 10.8
+// is not 16·10.8), so a constant group has a spread and advantages of exactly
+// zero, which the filters' "score ≤ 0" and "|score| ≤ 1e-10" tests rely on.
 func mean(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
+	}
+	if constant(xs) {
+		return xs[0]
 	}
 	s := 0.0
 	for _, x := range xs {
 		s += x
 	}
 	return s / float64(len(xs))
+}
+
+// constant reports whether every element equals the first.
+func constant(xs []float64) bool {
+	for _, x := range xs {
+		if x != xs[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // unbiasedVar is Σ(x−mean)²/(n−1) (torch.var default); 0 when n < 2.

@@ -71,9 +71,10 @@ func TestAggWeights(t *testing.T) {
 	}{
 		// 3 in-mask tokens.
 		{TokenMean, [][]float64{{1.0 / 3, 1.0 / 3, 0}, {1.0 / 3, 0, 0}, {0, 0}}},
-		// B = 3 sequences (the empty one counts), n = {2, 1, 0}.
-		{SeqMeanTokenMean, [][]float64{{1.0 / 6, 1.0 / 6, 0}, {1.0 / 3, 0, 0}, {0, 0}}},
-		{SeqMeanTokenSum, [][]float64{{1.0 / 3, 1.0 / 3, 0}, {1.0 / 3, 0, 0}, {0, 0}}},
+		// n = {2, 1, 0}: B' = 2 sequences with trained tokens (verl's
+		// seq_mask leaves the empty one out of the mean).
+		{SeqMeanTokenMean, [][]float64{{1.0 / 4, 1.0 / 4, 0}, {1.0 / 2, 0, 0}, {0, 0}}},
+		{SeqMeanTokenSum, [][]float64{{1.0 / 2, 1.0 / 2, 0}, {1.0 / 2, 0, 0}, {0, 0}}},
 	} {
 		w, err := AggWeights(tc.mode, mask)
 		mustNil(t, err)
@@ -82,7 +83,24 @@ func TestAggWeights(t *testing.T) {
 	w, _ := AggWeights(SeqMeanTokenMean, mask)
 	l, err := Aggregate([][]float64{{2, 4, 100}, {6, 100, 100}, {100, 100}}, w)
 	mustNil(t, err)
-	approx(t, "seq-mean-token-mean loss", l, (3+6+0)/3.0)
+	approx(t, "seq-mean-token-mean loss", l, (3+6)/2.0)
+	// verl v0.6.1's agg_loss on four rows of which only the first has
+	// trained tokens (loss 0.283 there): the empty rows do not dilute it.
+	one := [][]bool{b(1, 1), b(0, 0), b(0, 0), b(0, 0)}
+	for _, mode := range []LossAggMode{SeqMeanTokenMean, SeqMeanTokenSum} {
+		w, err := AggWeights(mode, one)
+		mustNil(t, err)
+		l, err := Aggregate([][]float64{{0.283, 0.283}, {9, 9}, {9, 9}, {9, 9}}, w)
+		mustNil(t, err)
+		want := 0.283
+		if mode == SeqMeanTokenSum {
+			want = 2 * 0.283
+		}
+		approx(t, string(mode)+" with empty rows", l, want)
+	}
+	w, err = AggWeights(SeqMeanTokenMean, [][]bool{b(0), b(0, 0)})
+	mustNil(t, err)
+	approxRows(t, "all-empty batch", w, [][]float64{{0}, {0, 0}})
 	_, err = AggWeights("seq-mean-token-sum-norm", mask)
 	wantErr(t, "unsupported mode", err)
 }
@@ -139,6 +157,18 @@ func TestValueLossToken(t *testing.T) {
 		if !near(tok.Loss, tc.loss, 1e-12) || !near(tok.DValue, tc.d, 1e-12) || tok.Clipped != tc.clipped {
 			t.Errorf("v=%v: got %+v, want loss %v d %v clipped %v", tc.v, tok, tc.loss, tc.d, tc.clipped)
 		}
+	}
+	// Ties, as torch's backward of verl's max(min(v, hi), lo) and of the
+	// outer max resolves them (equal arguments share the gradient):
+	// v = hi: the clip passes ½, the branches tie: ½·(-3 + ½·(-3)) = -2.25,
+	// times the ½ of the loss.
+	if tok := ValueLossToken(1.5, 1, 3, 0.5); !near(tok.DValue, -1.125, 1e-12) || !near(tok.Loss, 0.5*2.25, 1e-12) {
+		t.Errorf("v at the upper clip bound: %+v, want dv -1.125", tok)
+	}
+	// cliprange_value 0 with v = v_old: the clip passes ¼, so
+	// ½·½·(2(v-R) + ¼·2(v-R)) = ⅝·(v-R) = -1.25 (verl gives the same).
+	if tok := ValueLossToken(1, 1, 3, 0); !near(tok.DValue, -1.25, 1e-12) || !near(tok.Loss, 2, 1e-12) || tok.Clipped {
+		t.Errorf("cliprange 0, v = v_old: %+v, want loss 2, dv -1.25, not clipped", tok)
 	}
 	r, err := ValueLoss([][]float64{{1.2, 2.0}}, [][]float64{{1, 1}}, [][]float64{{3, 3}}, [][]bool{b(1, 1)}, 0.5)
 	mustNil(t, err)

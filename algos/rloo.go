@@ -7,7 +7,8 @@ package algos
 //	A_i = R_i − (Σ_{j∈g, j≠i} R_j) / (n_g − 1)  =  n_g/(n_g−1) · (R_i − mean_g)
 //
 // A group of size 1 has no other member: A_i = R_i (verl leaves the score
-// unchanged). The same A_i goes to every in-mask token (BroadcastToTokens).
+// unchanged). A group whose members all scored the same gets exactly 0.
+// The same A_i goes to every in-mask token (BroadcastToTokens).
 
 // RLOOAdvantages returns the leave-one-out advantage of every episode.
 func RLOOAdvantages(scores []float64, groups Groups) ([]float64, error) {
@@ -20,6 +21,9 @@ func RLOOAdvantages(scores []float64, groups Groups) ([]float64, error) {
 		if n == 1 {
 			adv[members[0]] = scores[members[0]]
 			continue
+		}
+		if constant(values(scores, members)) {
+			continue // exactly 0, whatever the rounding of the sum below
 		}
 		sum := 0.0
 		for _, i := range members {

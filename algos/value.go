@@ -9,12 +9,17 @@ import (
 // new value prediction, v_old the value at rollout time, R the GAE return and
 // c the clip range (verl cliprange_value, default 0.5):
 //
-//	v_c = clamp(v, v_old − c, v_old + c)
+//	v_c = max(min(v, v_old + c), v_old − c)            (verl's clip_by_value)
 //	ℓ   = ½ · max((v − R)², (v_c − R)²)                clipped ⇔ (v_c − R)² > (v − R)²
 //
 // ∂ℓ/∂v = (v − R) when the unclipped branch is selected, 0 when the clipped
-// branch is (v_c is constant outside its range); an exact tie averages the
-// two branch gradients (torch.maximum). The batch loss is
+// branch is (v_c is constant outside its range). Exact ties follow torch's
+// backward for the elementwise max and min, which splits the gradient
+// equally between equal arguments: at v = v_old ± c the clip passes half the
+// gradient, at c = 0 and v = v_old a quarter, and equal branches average.
+// These ties are measure-zero except in the degenerate cliprange_value: 0
+// with fresh values equal to the old ones, where this matches verl exactly
+// (∂ℓ/∂v = ⅝·(v − R) instead of (v − R)). The batch loss is
 // Σ w·ℓ with the aggregation weights w (AggWeights); vf_clipfrac is the
 // token mean of the clipped indicator.
 
@@ -28,7 +33,8 @@ type ValueToken struct {
 // ValueLossToken evaluates the clipped value loss at one token.
 func ValueLossToken(v, oldValue, ret, clipRange float64) ValueToken {
 	l1, d1 := (v-ret)*(v-ret), 2*(v-ret)
-	vc, dvc := clampWithGrad(v, 1, oldValue-clipRange, oldValue+clipRange)
+	vc, dvc := minWithGrad(v, 1, oldValue+clipRange, 0)
+	vc, dvc = maxWithGrad(vc, dvc, oldValue-clipRange, 0)
 	l2, d2 := (vc-ret)*(vc-ret), 2*(vc-ret)*dvc
 	l, d := maxWithGrad(l1, d1, l2, d2)
 	return ValueToken{Loss: 0.5 * l, DValue: 0.5 * d, Clipped: l2 > l1}
