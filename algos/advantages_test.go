@@ -239,3 +239,54 @@ func TestConstantGroupsAreExactlyZero(t *testing.T) {
 		t.Errorf("kept %v, want nothing", r.Kept)
 	}
 }
+
+func TestEpisodeAdvantagesBalanceEpisodes(t *testing.T) {
+	// Two episodes of one group: a success in 1 turn, a failure in 3; four
+	// per-turn sequences.
+	in := AdvantageInput{
+		Scores:  []float64{1, 0},
+		Groups:  Groups{{0, 1}},
+		Episode: []int{0, 1, 1, 1},
+		Mask:    [][]bool{b(0, 1), b(0, 1), b(0, 1), b(0, 1)},
+	}
+	adv, ret, err := PresetDrGRPO().Advantages(in)
+	mustNil(t, err)
+	// Dr.GRPO: A = ±0.5; 4 sequences over 2 episodes gives S/E = 2, so the
+	// success's one sequence carries +1 and each of the failure's three
+	// −1/3: both episodes sum to the same magnitude.
+	approxRows(t, "advantages", adv, [][]float64{{0, 1}, {0, -1.0 / 3}, {0, -1.0 / 3}, {0, -1.0 / 3}})
+	approxRows(t, "returns", ret, adv)
+
+	// RLOO counts episodes too: A = R_i − R_other = ±1, scaled the same way.
+	adv, _, err = rlooPreset().Advantages(in)
+	mustNil(t, err)
+	approxRows(t, "RLOO", adv, [][]float64{{0, 2}, {0, -2.0 / 3}, {0, -2.0 / 3}, {0, -2.0 / 3}})
+
+	// A token estimator gives each turn its episode's score as the reward.
+	rpp := PresetDrGRPO()
+	rpp.Estimator = EstimatorReinforcePP
+	adv, _, err = rpp.Advantages(in)
+	mustNil(t, err)
+	if adv[0][1] <= 0 || adv[1][1] >= 0 || adv[1][1] != adv[3][1] {
+		t.Errorf("REINFORCE++ per-turn advantages %v: want the success positive and the failure's turns equal and negative", adv)
+	}
+
+	bad := in
+	bad.Episode = []int{0, 1, 1, 5}
+	_, _, err = PresetGRPO().Advantages(bad)
+	wantErr(t, "episode out of range", err)
+	bad.Episode = []int{1, 1, 1, 1}
+	_, _, err = PresetGRPO().Advantages(bad)
+	wantErr(t, "episode without a sequence", err)
+	kl := PresetGRPO()
+	kl.UseKLInReward = true
+	_, _, err = kl.Advantages(in)
+	wantErr(t, "KL in reward with per-turn group advantages", err)
+}
+
+// rlooPreset is GRPO's settings with the RLOO estimator.
+func rlooPreset() Preset {
+	p := PresetGRPO()
+	p.Estimator = EstimatorRLOO
+	return p
+}

@@ -228,10 +228,11 @@ func hitChance(n, m, k int) float64 {
 }
 
 // CollapseEMA is the cross-step EMA of marginal_std, one value per sampling
-// scheme, for L_mean and for L_sum. Exported fields make it JSON-serialisable
-// for checkpoints.
+// scheme, for L_mean and for L_sum. The averages are JSON-serialisable for
+// checkpoints; Decay is a setting, not saved, and comes from the run's
+// configuration when it resumes.
 type CollapseEMA struct {
-	Decay  float64            `json:"decay"`
+	Decay  float64            `json:"-"`
 	Std    map[string]float64 `json:"std"`
 	StdSeq map[string]float64 `json:"std_seq"`
 }

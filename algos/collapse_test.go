@@ -156,7 +156,7 @@ func TestCollapseEMA(t *testing.T) {
 	// Resume from a checkpoint, then a second step: 0.9·2 + 0.1·1 = 1.9.
 	data, err := json.Marshal(e)
 	mustNil(t, err)
-	var resumed CollapseEMA
+	resumed := CollapseEMA{Decay: CollapseEMADecay}
 	mustNil(t, json.Unmarshal(data, &resumed))
 	r2 := CollapseResult{MIEstimate: 1, MarginalStd: 1, MarginalStdSeq: 20}
 	resumed.Update(SchemeFirstTurn, &r2)

@@ -17,6 +17,7 @@
 //	entropy.go           entropy bonus
 //	value.go             clipped value loss
 //	loss.go              the assembled actor and critic objectives, advantage dispatch
+//	episodes.go          advantages for episodes split into per-turn sequences
 //	preset.go            PPO, DAPO, GRPO, DrGRPO presets
 //	filter.go            group scores, FilterGroups, metrics
 //	filter_topp.go       SNR-aware top-p (linear and softmax)

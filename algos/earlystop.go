@@ -23,8 +23,9 @@ import (
 // neither extend nor break the streak (RAGEN keeps a window of the last 10
 // non-empty values).
 //
-// All state is in exported fields, so the tracker round-trips through JSON
-// for checkpoints.
+// The settings (EarlyStopConfig) and the counters (EarlyStop) are separate:
+// a resumed run takes its settings from its configuration and only the
+// counters from the checkpoint, so the counters' JSON holds no settings.
 
 // Early-stop reasons; RAGEN logs them as early_stopped/<reason>.
 const (
@@ -32,12 +33,24 @@ const (
 	StopRewardVariance = "reward_variance_collapse"
 )
 
-// EarlyStop tracks the two filter-driven early stops.
+// EarlyStopConfig holds the early stops' settings.
+type EarlyStopConfig struct {
+	EmptyStopSteps int     // stop after this many consecutive empty steps; ≤ 0 disables
+	WarmupSteps    int     // non-empty steps averaged into the baseline
+	Patience       int     // consecutive low steps that stop the run; ≤ 0 disables
+	Ratio          float64 // "low" means below Ratio·baseline
+}
+
+// DefaultEarlyStopConfig returns RAGEN's settings: 5 empty steps, baseline
+// over 10 steps, 10 steps below 0.1 × baseline.
+func DefaultEarlyStopConfig() EarlyStopConfig {
+	return EarlyStopConfig{EmptyStopSteps: 5, WarmupSteps: 10, Patience: 10, Ratio: 0.1}
+}
+
+// EarlyStop is the state of the two filter-driven early stops. Its exported
+// fields round-trip through JSON for checkpoints; Config is not saved.
 type EarlyStop struct {
-	EmptyStopSteps int     `json:"empty_stop_steps"`
-	WarmupSteps    int     `json:"warmup_steps"`
-	Patience       int     `json:"patience"`
-	Ratio          float64 `json:"ratio"`
+	Config EarlyStopConfig `json:"-"`
 
 	ConsecutiveEmpty int       `json:"consecutive_empty"`
 	WarmupValues     []float64 `json:"warmup_values"`
@@ -48,10 +61,9 @@ type EarlyStop struct {
 	Reason           string    `json:"reason"`
 }
 
-// NewEarlyStop returns a tracker with RAGEN's settings: 5 empty steps,
-// baseline over 10 steps, 10 steps below 0.1 × baseline.
-func NewEarlyStop() *EarlyStop {
-	return &EarlyStop{EmptyStopSteps: 5, WarmupSteps: 10, Patience: 10, Ratio: 0.1}
+// NewEarlyStop returns a tracker with the given settings and no history.
+func NewEarlyStop(cfg EarlyStopConfig) *EarlyStop {
+	return &EarlyStop{Config: cfg}
 }
 
 // Observe records one training step: whether the filter left it empty and its
@@ -66,7 +78,7 @@ func (e *EarlyStop) Observe(empty bool, inGroupRewardStd float64) (string, error
 	}
 	if empty {
 		e.ConsecutiveEmpty++
-		if e.EmptyStopSteps > 0 && e.ConsecutiveEmpty >= e.EmptyStopSteps {
+		if e.Config.EmptyStopSteps > 0 && e.ConsecutiveEmpty >= e.Config.EmptyStopSteps {
 			e.Stopped, e.Reason = true, StopEmptyFiltered
 		}
 		return e.Reason, nil
@@ -74,18 +86,18 @@ func (e *EarlyStop) Observe(empty bool, inGroupRewardStd float64) (string, error
 	e.ConsecutiveEmpty = 0
 	if !e.HasBaseline {
 		e.WarmupValues = append(e.WarmupValues, inGroupRewardStd)
-		if len(e.WarmupValues) >= max(e.WarmupSteps, 1) {
+		if len(e.WarmupValues) >= max(e.Config.WarmupSteps, 1) {
 			e.Baseline, e.HasBaseline = mean(e.WarmupValues), true
 			e.LowStreak = 0
 		}
 		return "", nil
 	}
-	if inGroupRewardStd < e.Ratio*e.Baseline {
+	if inGroupRewardStd < e.Config.Ratio*e.Baseline {
 		e.LowStreak++
 	} else {
 		e.LowStreak = 0
 	}
-	if e.Patience > 0 && e.LowStreak >= e.Patience {
+	if e.Config.Patience > 0 && e.LowStreak >= e.Config.Patience {
 		e.Stopped, e.Reason = true, StopRewardVariance
 	}
 	return e.Reason, nil

@@ -35,7 +35,7 @@ func ExampleFilterGroups() {
 	fmt.Printf("p=0.8 keeps %v (%.1f%% of the spread)\n", res.Kept, 100*res.ScoreMassKept)
 
 	// Early stopping watches the mean in-group std of every step.
-	stop := algos.NewEarlyStop()
+	stop := algos.NewEarlyStop(algos.DefaultEarlyStopConfig())
 	reason, _ := stop.ObserveFilter(res)
 	fmt.Printf("stop reason %q\n", reason)
 	// Output:

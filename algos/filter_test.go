@@ -3,6 +3,7 @@ package algos
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -311,7 +312,7 @@ func TestDynamicSampling(t *testing.T) {
 }
 
 func TestEarlyStopEmptyStreak(t *testing.T) {
-	e := NewEarlyStop()
+	e := NewEarlyStop(DefaultEarlyStopConfig())
 	for i, empty := range []bool{true, true, false, true, true, true, true} {
 		reason, err := e.Observe(empty, 1)
 		mustNil(t, err)
@@ -324,7 +325,7 @@ func TestEarlyStopEmptyStreak(t *testing.T) {
 		e.Metrics()["rollout/consecutive_empty_after_filter_steps"] != 5 {
 		t.Errorf("reason %q metrics %v", reason, e.Metrics())
 	}
-	_, err := NewEarlyStop().Observe(false, math.NaN())
+	_, err := NewEarlyStop(DefaultEarlyStopConfig()).Observe(false, math.NaN())
 	wantErr(t, "NaN std", err)
 }
 
@@ -347,7 +348,7 @@ func TestEarlyStopRewardVariance(t *testing.T) {
 	low := []float64{0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05}
 	empty := math.Inf(-1)
 
-	e := NewEarlyStop()
+	e := NewEarlyStop(DefaultEarlyStopConfig())
 	if r := run(e, append(append(append([]float64{}, warm...), low...), empty)); r != "" {
 		t.Fatalf("9 low steps + an empty one stopped: %q", r)
 	}
@@ -355,24 +356,35 @@ func TestEarlyStopRewardVariance(t *testing.T) {
 	// Checkpoint round trip in the middle of the streak.
 	data, err := json.Marshal(e)
 	mustNil(t, err)
-	var resumed EarlyStop
+	if strings.Contains(string(data), "patience") {
+		t.Errorf("checkpointed counters hold settings: %s", data)
+	}
+	resumed := EarlyStop{Config: DefaultEarlyStopConfig()}
 	mustNil(t, json.Unmarshal(data, &resumed))
 	if r := run(&resumed, []float64{0.05}); r != StopRewardVariance {
 		t.Errorf("10th low step: %q", r)
+	}
+	// A resumed run takes its settings from its own configuration: with the
+	// variance stop off, the same counters do not stop it.
+	off := EarlyStop{Config: DefaultEarlyStopConfig()}
+	off.Config.Patience = 0
+	mustNil(t, json.Unmarshal(data, &off))
+	if r := run(&off, []float64{0.05, 0.05}); r != "" {
+		t.Errorf("variance stop disabled on resume, still stopped: %q", r)
 	}
 	if r := run(e, []float64{0.05}); r != StopRewardVariance {
 		t.Errorf("original: %q", r)
 	}
 
 	// A step at 0.1·baseline (not below) breaks the streak.
-	e = NewEarlyStop()
+	e = NewEarlyStop(DefaultEarlyStopConfig())
 	steps := append(append(append([]float64{}, warm...), low...), 0.1)
 	steps = append(steps, low...)
 	if r := run(e, steps); r != "" {
 		t.Errorf("broken streak stopped: %q", r)
 	}
 	// Empty steps during warm-up do not count toward the baseline.
-	e = NewEarlyStop()
+	e = NewEarlyStop(DefaultEarlyStopConfig())
 	run(e, []float64{empty, 4, empty, 4})
 	if e.HasBaseline || len(e.WarmupValues) != 2 {
 		t.Errorf("warm-up %+v", e)

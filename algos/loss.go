@@ -144,11 +144,16 @@ func (p Preset) CriticLoss(values, oldValues, returns [][]float64, mask [][]bool
 }
 
 // AdvantageInput is what the preset's estimator needs; all token matrices
-// share Mask's shape.
+// share Mask's shape (one row per sequence).
 type AdvantageInput struct {
 	// Scores are the episode scores; used when TokenRewards is nil (placed on
 	// the last in-mask token by OutcomeRewards).
 	Scores []float64
+	// Episode, when set, maps each sequence to its episode: a history
+	// window trains every turn of an episode as a sequence of its own.
+	// Scores and Groups then index episodes, not sequences (see
+	// episodes.go for how each estimator treats them).
+	Episode []int
 	// TokenRewards are per-token rewards (e.g. per-turn scores); optional.
 	TokenRewards [][]float64
 	// Groups are the episode groups (GRPO, RLOO).
@@ -168,6 +173,14 @@ type AdvantageInput struct {
 func (p Preset) Advantages(in AdvantageInput) (advantages, returns [][]float64, err error) {
 	if err := p.Validate(); err != nil {
 		return nil, nil, err
+	}
+	if in.Episode != nil {
+		if !p.UsesTokenEstimator() {
+			return p.episodeGroupAdvantages(in)
+		}
+		if in.Scores, err = sequenceScores(in.Scores, in.Episode); err != nil {
+			return nil, nil, err
+		}
 	}
 	rewards := in.TokenRewards
 	if rewards == nil {
