@@ -15,6 +15,7 @@
 //	agg.go               loss aggregation modes as per-token weights
 //	kl.go                k1 / abs / k2 / k3 (low_var_kl) KL, as loss or reward penalty
 //	entropy.go           entropy bonus
+//	sft.go               supervised (warm-start) negative log-likelihood
 //	value.go             clipped value loss
 //	loss.go              the assembled actor and critic objectives, advantage dispatch
 //	episodes.go          advantages for episodes split into per-turn sequences

@@ -258,3 +258,21 @@ func TestActorLossByHand(t *testing.T) {
 	_, err = p.ActorLoss(batch)
 	wantErr(t, "missing entropy", err)
 }
+
+func TestSFTLoss(t *testing.T) {
+	mask := [][]bool{b(0, 1, 1), b(0, 1)}
+	logp := [][]float64{{math.NaN(), -1, -2}, {7, -3}} // out-of-mask values are never read
+	r, err := SFTLoss(TokenMean, logp, mask)
+	mustNil(t, err)
+	approx(t, "token-mean NLL", r.Loss, 2)
+	approxRows(t, "dlogp", r.DLogProb, [][]float64{{0, -1.0 / 3, -1.0 / 3}, {0, -1.0 / 3}})
+	if r.Tokens != 3 || r.Metrics()["sft/loss"] != r.Loss {
+		t.Errorf("tokens %d, metrics %v", r.Tokens, r.Metrics())
+	}
+	r, err = SFTLoss(SeqMeanTokenMean, logp, mask)
+	mustNil(t, err)
+	approx(t, "seq-mean NLL", r.Loss, (1.5+3)/2)
+	logp[1][1] = math.Inf(-1)
+	_, err = SFTLoss(TokenMean, logp, mask)
+	wantErr(t, "infinite logp", err)
+}

@@ -85,7 +85,7 @@ func BenchmarkTrainStep(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := (Objective{CECoef: 1}).Compute(out, TokenData{Mask: mask}, &g); err != nil {
+		if _, err := sftGrads(out, mask, &g); err != nil {
 			b.Fatal(err)
 		}
 		if err := m.Backward(ctx, g); err != nil {
@@ -310,7 +310,7 @@ func BenchmarkTrainStepSharedPrompt(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := (Objective{PGCoef: 1}).Compute(out, TokenData{Mask: bt.Mask, Advantages: out.LogProb}, &g); err != nil {
+		if _, err := sftGrads(out, bt.Mask, &g); err != nil {
 			b.Fatal(err)
 		}
 		if err := m.Backward(context.Background(), g); err != nil {

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/agentrl/agentrl/internal/atomicdir"
 )
 
 // Checkpoint file names inside a checkpoint directory.
@@ -30,33 +32,37 @@ type Checkpoint struct {
 // optimizer.safetensors (when opt is non-nil) and one file per extra entry.
 //
 // The write is atomic with respect to crashes and readers: everything is
-// written and fsynced into a fresh temporary directory next to dir, which is
-// then renamed into place (an existing dir is first renamed aside and removed
-// afterwards, so at every instant dir is either the old or the new complete
-// checkpoint, except for the instant between the two renames).
+// written and fsynced into a fresh temporary directory next to dir, which
+// then replaces dir (see package internal/atomicdir), so dir is always
+// either the old or the new complete checkpoint.
 func SaveCheckpoint(dir string, m *Model, opt *AdamW, extra map[string][]byte) error {
+	if err := checkExtraNames(extra); err != nil {
+		return err
+	}
+	return atomicdir.Write(dir, func(tmp string) error { return WriteCheckpoint(tmp, m, opt, extra) })
+}
+
+func checkExtraNames(extra map[string][]byte) error {
 	for name := range extra {
 		if name == "" || name != filepath.Base(name) || strings.HasPrefix(name, ".") ||
 			name == ConfigFile || name == WeightsFile || name == OptimizerFile {
 			return fmt.Errorf("native: checkpoint: invalid extra file name %q", name)
 		}
 	}
-	dir = filepath.Clean(dir)
-	parent := filepath.Dir(dir)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return fmt.Errorf("native: checkpoint: %w", err)
-	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("native: checkpoint: %w", err)
-	}
-	ok := false
-	defer func() {
-		if !ok {
-			os.RemoveAll(tmp)
-		}
-	}()
+	return nil
+}
 
+// WriteCheckpoint writes the files of SaveCheckpoint into dir (created if
+// needed), each fsynced, without the atomic replacement: for callers that
+// assemble a larger checkpoint (the actor beside its critic and reference)
+// and replace it as a whole.
+func WriteCheckpoint(dir string, m *Model, opt *AdamW, extra map[string][]byte) error {
+	if err := checkExtraNames(extra); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("native: checkpoint: %w", err)
+	}
 	cfg, err := json.MarshalIndent(m.cfg, "", "  ")
 	if err != nil {
 		return fmt.Errorf("native: checkpoint: %w", err)
@@ -90,32 +96,11 @@ func SaveCheckpoint(dir string, m *Model, opt *AdamW, extra map[string][]byte) e
 		files[name] = data
 	}
 	for name, data := range files {
-		if err := writeSynced(filepath.Join(tmp, name), data); err != nil {
+		if err := writeSynced(filepath.Join(dir, name), data); err != nil {
 			return err
 		}
 	}
-	if err := syncDir(tmp); err != nil {
-		return err
-	}
-	old := tmp + ".old"
-	replaced := false
-	if _, err := os.Stat(dir); err == nil {
-		if err := os.Rename(dir, old); err != nil {
-			return fmt.Errorf("native: checkpoint: %w", err)
-		}
-		replaced = true
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if replaced {
-			os.Rename(old, dir)
-		}
-		return fmt.Errorf("native: checkpoint: %w", err)
-	}
-	ok = true
-	if replaced {
-		os.RemoveAll(old)
-	}
-	return syncDir(parent)
+	return nil
 }
 
 func fmtFloat(x float32) string { return strconv.FormatFloat(float64(x), 'g', -1, 32) }
@@ -134,18 +119,6 @@ func writeSynced(path string, data []byte) error {
 	}
 	if err != nil {
 		return fmt.Errorf("native: checkpoint: writing %s: %w", path, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("native: checkpoint: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("native: checkpoint: sync %s: %w", dir, err)
 	}
 	return nil
 }

@@ -27,7 +27,7 @@ func trainedPair(t *testing.T, cfg Config) (*Model, *AdamW) {
 		t.Fatal(err)
 	}
 	var g OutputGrads
-	if _, err := (Objective{CECoef: 1}).Compute(out, TokenData{Mask: [][]bool{{false, true, true, true}, {false, true}}}, &g); err != nil {
+	if _, err := sftGrads(out, [][]bool{{false, true, true, true}, {false, true}}, &g); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Backward(context.Background(), g); err != nil {

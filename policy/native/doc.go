@@ -11,15 +11,16 @@
 //     GEMMs to OpenBLAS (kernels_netlib.go).
 //   - Model (model.go, forward.go, backward.go): Forward over a packed batch
 //     returns per-position log-prob, entropy and value; Backward takes
-//     dL/d(those) and accumulates parameter gradients. Losses live outside
-//     the model (objective.go: PPO clip, cross-entropy, entropy bonus, KL k1/k3,
-//     clipped value loss, token-mean aggregation).
+//     dL/d(those) and accumulates parameter gradients. The model knows
+//     nothing about losses: the learner computes them, and their per-token
+//     gradients, with package algos.
 //   - AdamW, ClipGradNorm and Schedule (adamw.go).
 //   - Sample (sample.go) with a KV cache, and Score (score.go), which shares
 //     one prompt's cache across many continuations. A prefix cache
 //     (prefixcache.go) keeps recent sequences' caches so the next turn of a
 //     multi-turn episode only computes its new tokens.
-//   - SaveCheckpoint/LoadCheckpoint (checkpoint.go) over safetensors
+//   - SaveCheckpoint/LoadCheckpoint (checkpoint.go; WriteCheckpoint for a
+//     checkpoint that is part of a larger one) over safetensors
 //     (safetensors.go), and LoadHF/SaveHF (hf.go) for Hugging Face
 //     Llama/Qwen2 checkpoints.
 //

@@ -4,15 +4,39 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"path/filepath"
 
+	"github.com/agentrl/agentrl/algos"
 	"github.com/agentrl/agentrl/policy/native"
 )
 
+func to64(x [][]float32) [][]float64 {
+	out := make([][]float64, len(x))
+	for i, row := range x {
+		out[i] = make([]float64, len(row))
+		for j, v := range row {
+			out[i][j] = float64(v)
+		}
+	}
+	return out
+}
+
+func to32(x [][]float64) [][]float32 {
+	out := make([][]float32, len(x))
+	for i, row := range x {
+		out[i] = make([]float32, len(row))
+		for j, v := range row {
+			out[i][j] = float32(v)
+		}
+	}
+	return out
+}
+
 // Example shows the life of the policy: sample with a KV cache, recompute
-// log-probs under the current weights, take a PPO step with the loss defined
-// outside the model, and checkpoint.
+// log-probs under the current weights, take a PPO step with the loss from
+// package algos, and checkpoint.
 func Example() {
 	ctx := context.Background()
 	cfg := native.Config{Vocab: 32, DModel: 32, Layers: 2, Heads: 4, KVHeads: 2, DFF: 64, MaxSeq: 64,
@@ -32,26 +56,23 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	// Learner: token-aligned batch, loss mask on the generated tokens.
+	// Learner: token-aligned batch, loss mask on the generated tokens; the
+	// loss and its per-token gradients come from package algos.
 	var batch native.Batch
-	data := native.TokenData{}
+	var mask [][]bool
+	var old, adv [][]float64
 	for i, r := range res {
 		seq := append(append([]int{}, reqs[i].Prompt...), r.Tokens...)
-		mask := make([]bool, len(seq))
-		old := make([]float32, len(seq))
-		adv := make([]float32, len(seq))
-		ret := make([]float32, len(seq))
+		mask = append(mask, make([]bool, len(seq)))
+		old = append(old, make([]float64, len(seq)))
+		adv = append(adv, make([]float64, len(seq)))
 		for k := range r.Tokens {
 			t := len(reqs[i].Prompt) + k
-			mask[t], old[t], adv[t], ret[t] = true, r.LogProbs[k], float32(1-2*i), float32(1-i)
+			mask[i][t], old[i][t], adv[i][t] = true, float64(r.LogProbs[k]), float64(1-2*i)
 		}
 		batch.Tokens = append(batch.Tokens, seq)
-		data.Mask = append(data.Mask, mask)
-		data.OldLogProb = append(data.OldLogProb, old)
-		data.Advantages = append(data.Advantages, adv)
-		data.Returns = append(data.Returns, ret)
 	}
-	obj := native.Objective{PGCoef: 1, ClipLow: 0.2, ClipHigh: 0.28, EntropyCoef: 0.01, ValueCoef: 0.5}
+	batch.Mask = mask
 	opt := native.NewAdamW(m, 0.9, 0.95, 1e-8, 0.01)
 	sched := native.Schedule{Peak: 1e-3, Warmup: 10}
 
@@ -59,13 +80,14 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var grads native.OutputGrads
-	st, err := obj.Compute(out, data, &grads)
+	loss, err := algos.PresetGRPO().ActorLoss(algos.ActorBatch{
+		LogProb: to64(out.LogProb), OldLogProb: old, Advantages: adv, Entropy: to64(out.Entropy), Mask: mask,
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	m.ZeroGrad()
-	if err := m.Backward(ctx, grads); err != nil {
+	if err := m.Backward(ctx, native.OutputGrads{LogProb: to32(loss.DLogProb), Entropy: to32(loss.DEntropy)}); err != nil {
 		log.Fatal(err)
 	}
 	native.ClipGradNorm(m, 1.0)
@@ -74,7 +96,7 @@ func Example() {
 	}
 	// Sampling reported the same log-probs the learner recomputed, so the
 	// first PPO step starts at ratio 1 and nothing is clipped.
-	fmt.Printf("trained on every sampled token: %v, clipped: %.0f\n", st.Tokens == len(res[0].Tokens)+len(res[1].Tokens), st.ClipFrac)
+	fmt.Printf("ratio 1 on every sampled token: %v, clipped: %.0f\n", math.Abs(loss.PPOKL) < 1e-6, loss.PGClipFrac)
 
 	dir, _ := os.MkdirTemp("", "ckpt")
 	defer os.RemoveAll(dir)
@@ -88,6 +110,6 @@ func Example() {
 	}
 	fmt.Println("restored step:", ck.Optimizer.Steps(), "extra files:", len(ck.Extra))
 	// Output:
-	// trained on every sampled token: true, clipped: 0
+	// ratio 1 on every sampled token: true, clipped: 0
 	// restored step: 1 extra files: 1
 }

@@ -6,6 +6,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/agentrl/agentrl/algos"
 )
 
 // tinyConfig is small enough for finite differences yet exercises GQA, QKV
@@ -170,10 +172,11 @@ func TestGradientOutputs(t *testing.T) {
 	}
 }
 
-// TestGradientObjective runs the gradient check through every Objective
-// term (PPO with both clip branches, CE, entropy bonus, KL k1 and k3, clipped
-// value loss).
-func TestGradientObjective(t *testing.T) {
+// TestGradientLearnerObjective runs the gradient check through the
+// learner's own objectives (package algos): the PPO clipped surrogate with
+// both clip branches taken, the entropy bonus, the KL loss (k1 and k3) and
+// the clipped value loss on the value head.
+func TestGradientLearnerObjective(t *testing.T) {
 	m, err := New(tinyConfig(true), 2)
 	if err != nil {
 		t.Fatal(err)
@@ -188,33 +191,37 @@ func TestGradientObjective(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Old log-probs and values a fixed offset away so some ratios clip.
-	old := ragged(rng, b, -0.5, 0.5)
-	oldV := ragged(rng, b, -0.5, 0.5)
+	old, oldV := to64(ragged(rng, b, -0.5, 0.5)), to64(ragged(rng, b, -0.5, 0.5))
 	for i := range old {
 		for t2 := range old[i] {
-			old[i][t2] += out.LogProb[i][t2]
-			oldV[i][t2] += out.Value[i][t2]
+			old[i][t2] += float64(out.LogProb[i][t2])
+			oldV[i][t2] += float64(out.Value[i][t2])
 		}
 	}
-	data := TokenData{
-		Mask:       b.Mask,
-		Advantages: ragged(rng, b, -1, 1),
-		OldLogProb: old,
-		RefLogProb: ragged(rng, b, -3, -1),
-		Returns:    ragged(rng, b, -1, 1),
-		OldValues:  oldV,
-	}
-	for _, kl := range []KLEstimator{K1, K3} {
-		obj := Objective{PGCoef: 1, ClipLow: 0.2, ClipHigh: 0.28, CECoef: 0.5, EntropyCoef: 0.1,
-			KLCoef: 0.3, KL: kl, ValueCoef: 0.5, ValueClip: 0.2}
+	adv, ref, ret := to64(ragged(rng, b, -1, 1)), to64(ragged(rng, b, -3, -1)), to64(ragged(rng, b, -1, 1))
+	for _, kl := range []algos.KLKind{algos.KL1, algos.KL3} {
+		p := algos.PresetPPO()
+		p.EntropyCoeff, p.UseKLLoss, p.KLLossCoef, p.KLLossType, p.ClipRangeValue = 0.1, true, 0.3, kl, 0.2
 		var clipFrac float64
 		checkGradients(t, m, b, func(out *Outputs, g *OutputGrads) float64 {
-			st, err := obj.Compute(out, data, g)
+			actor, err := p.ActorLoss(algos.ActorBatch{LogProb: to64(out.LogProb), OldLogProb: old, RefLogProb: ref,
+				Advantages: adv, Entropy: to64(out.Entropy), Mask: b.Mask})
 			if err != nil {
 				t.Fatal(err)
 			}
-			clipFrac = st.ClipFrac
-			return st.Loss
+			critic, err := p.CriticLoss(to64(out.Value), oldV, ret, b.Mask)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dv := to32(critic.DValue)
+			for i := range dv {
+				for t2 := range dv[i] {
+					dv[i][t2] *= 0.5
+				}
+			}
+			*g = OutputGrads{LogProb: to32(actor.DLogProb), Entropy: to32(actor.DEntropy), Value: dv}
+			clipFrac = actor.PGClipFrac
+			return actor.Loss + 0.5*critic.Loss
 		})
 		if clipFrac == 0 || clipFrac == 1 {
 			t.Errorf("clip fraction %v: want both clipped and unclipped tokens", clipFrac)

@@ -193,60 +193,6 @@ func TestLinearAndTranspose(t *testing.T) {
 	}
 }
 
-func TestObjectiveDerivatives(t *testing.T) {
-	const h = 1e-6
-	fd := func(f func(x float64) float64, x float64) float64 { return (f(x+h) - f(x-h)) / (2 * h) }
-	for _, c := range []struct{ lp, old, adv float64 }{
-		{-1, -1.1, 1}, {-1, -1.5, 1}, {-1, -0.5, 1}, {-1, -1.5, -1}, {-1, -0.5, -1}, {-2, -2.05, -0.3},
-	} {
-		_, d, _ := PolicyGradientLoss(c.lp, c.old, c.adv, 0.2, 0.28)
-		want := fd(func(x float64) float64 { l, _, _ := PolicyGradientLoss(x, c.old, c.adv, 0.2, 0.28); return l }, c.lp)
-		if math.Abs(d-want) > 1e-6 {
-			t.Errorf("PPO %+v: d %g, fd %g", c, d, want)
-		}
-	}
-	// Clipping: positive advantage, ratio above 1+clipHigh → clipped, no gradient.
-	if l, d, clipped := PolicyGradientLoss(0, -1, 2, 0.2, 0.28); !clipped || d != 0 || math.Abs(l+2*1.28) > 1e-12 {
-		t.Errorf("PPO clip high: %g %g %v", l, d, clipped)
-	}
-	if _, d, clipped := PolicyGradientLoss(-1, 0, -2, 0.2, 0.28); !clipped || d != 0 {
-		t.Errorf("PPO clip low: %g %v", d, clipped)
-	}
-	if l, d, _ := PolicyGradientLoss(-0.3, -0.3, 1.5, 0, 0); l != -1.5 || d != -1.5 {
-		t.Errorf("on-policy PG: %g %g", l, d)
-	}
-	for _, x := range []float64{-3, -1, -0.2} {
-		ref := -1.0
-		_, d1 := KLK1(x, ref)
-		_, d3 := KLK3(x, ref)
-		if w := fd(func(y float64) float64 { k, _ := KLK1(y, ref); return k }, x); math.Abs(d1-w) > 1e-6 {
-			t.Errorf("k1'(%g) = %g, fd %g", x, d1, w)
-		}
-		if w := fd(func(y float64) float64 { k, _ := KLK3(y, ref); return k }, x); math.Abs(d3-w) > 1e-6 {
-			t.Errorf("k3'(%g) = %g, fd %g", x, d3, w)
-		}
-		if k, _ := KLK3(x, ref); k < 0 {
-			t.Errorf("k3 negative: %g", k)
-		}
-	}
-	if k, _ := KLK3(-1, -1); k != 0 {
-		t.Errorf("k3 at equal log-probs = %g", k)
-	}
-	for _, v := range []float64{0.1, 0.45, 0.9, -0.4} {
-		_, d := ValueLoss(v, 0.3, 0.6, 0.2)
-		w := fd(func(x float64) float64 { l, _ := ValueLoss(x, 0.3, 0.6, 0.2); return l }, v)
-		if math.Abs(d-w) > 1e-6 {
-			t.Errorf("value loss'(%g) = %g, fd %g", v, d, w)
-		}
-	}
-	if l, d := CrossEntropyLoss(-2); l != 2 || d != -1 {
-		t.Errorf("CE: %g %g", l, d)
-	}
-	if l, d := EntropyLoss(1.5); l != -1.5 || d != -1 {
-		t.Errorf("entropy: %g %g", l, d)
-	}
-}
-
 func TestScheduleAndClip(t *testing.T) {
 	s := Schedule{Peak: 1, Min: 0.1, Warmup: 10, Total: 110, Cosine: true}
 	if err := s.Validate(); err != nil {

@@ -37,7 +37,6 @@ func TestLearnsCopyTask(t *testing.T) {
 	}
 	opt := NewAdamW(m, 0.9, 0.95, 1e-8, 0)
 	sched := Schedule{Peak: 1e-2, Warmup: 20}
-	obj := Objective{CECoef: 1}
 	rng := rand.New(rand.NewPCG(1, 2))
 	ctx := context.Background()
 	var g OutputGrads
@@ -57,7 +56,7 @@ func TestLearnsCopyTask(t *testing.T) {
 				mask[i][p] = true
 			}
 		}
-		st, err := obj.Compute(out, TokenData{Mask: mask}, &g)
+		st, err := sftGrads(out, mask, &g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +96,7 @@ func TestNoSelectedPositions(t *testing.T) {
 		t.Fatal(err)
 	}
 	var g OutputGrads
-	st, err := (Objective{CECoef: 1}).Compute(out, TokenData{Mask: b.Mask}, &g)
+	st, err := sftGrads(out, b.Mask, &g)
 	if err != nil || st.Tokens != 0 || st.Loss != 0 {
 		t.Fatalf("stats %+v, err %v", st, err)
 	}
@@ -140,10 +139,12 @@ func TestTrainingDeterministic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			obj := Objective{CECoef: 1, EntropyCoef: 0.01, ValueCoef: 0.5}
-			if _, err := obj.Compute(out, TokenData{Mask: b.Mask, Returns: ragged(rng, b, 0, 1)}, &g); err != nil {
+			// Supervised loss plus an entropy and a value term, so every
+			// output's backward takes part.
+			if _, err := sftGrads(out, b.Mask, &g); err != nil {
 				t.Fatal(err)
 			}
+			g.Entropy, g.Value = ragged(rng, b, -0.01, 0.01), ragged(rng, b, -0.5, 0.5)
 			m.ZeroGrad()
 			if err := m.Backward(context.Background(), g); err != nil {
 				t.Fatal(err)
@@ -169,8 +170,9 @@ func TestTrainingDeterministic(t *testing.T) {
 	}
 }
 
-// TestGradientAccumulation: two micro-batches with Objective.TokenCount set
-// to the total give the gradient of the whole batch in one piece.
+// TestGradientAccumulation: two micro-batches whose losses are weighted by
+// the whole batch's token count give the gradient of the whole batch in one
+// piece.
 func TestGradientAccumulation(t *testing.T) {
 	ctx := context.Background()
 	m, err := New(tinyConfig(false), 3)
@@ -192,14 +194,22 @@ func TestGradientAccumulation(t *testing.T) {
 		m.ZeroGrad()
 		for _, p := range parts {
 			b := Batch{Tokens: whole.Tokens[p[0]:p[1]], Mask: whole.Mask[p[0]:p[1]]}
-			out, err := m.Forward(ctx, b)
+			_, err := m.Forward(ctx, b)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var g OutputGrads
-			obj := Objective{PGCoef: 1, EntropyCoef: 0.1, TokenCount: total}
-			if _, err := obj.Compute(out, TokenData{Mask: b.Mask, Advantages: adv[p[0]:p[1]]}, &g); err != nil {
-				t.Fatal(err)
+			// L = Σ_masked (−A·logp − 0.1·H) / total: the policy gradient
+			// with an entropy bonus, token-mean over the whole batch.
+			g := OutputGrads{LogProb: make([][]float32, len(b.Tokens)), Entropy: make([][]float32, len(b.Tokens))}
+			for i, mk := range b.Mask {
+				g.LogProb[i] = make([]float32, len(mk))
+				g.Entropy[i] = make([]float32, len(mk))
+				for t, x := range mk {
+					if x {
+						g.LogProb[i][t] = -adv[p[0]+i][t] / float32(total)
+						g.Entropy[i][t] = -0.1 / float32(total)
+					}
+				}
 			}
 			if err := m.Backward(ctx, g); err != nil {
 				t.Fatal(err)
