@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -44,9 +45,14 @@ type RunConfig struct {
 	Groups    int `yaml:"groups"`
 	GroupSize int `yaml:"group_size"`
 	// Out is the run directory (metrics, events, transcripts, checkpoints).
+	// Left empty it is runs/<name of the config file> (runs/<env name> for
+	// a config that does not come from a file). A directory belongs to one
+	// run: see the README's "Run directories".
 	Out string `yaml:"out"`
-	// TrainSeedBase is the first training level seed (RAGEN: 10000); step s
-	// uses seeds TrainSeedBase + s·Groups + g.
+	// TrainSeedBase is the first training level seed (RAGEN: 10000).
+	// Training levels are taken in order from it, each step the next
+	// run.groups seeds (more with dynamic sampling), skipping every seed
+	// whose layout is a validation layout.
 	TrainSeedBase uint64 `yaml:"train_seed_base"`
 	// TranscriptsEvery writes readable sample transcripts every N steps
 	// (0: never).
@@ -91,7 +97,8 @@ type AlgoConfig struct {
 	WeightDecay float64 `yaml:"weight_decay"`
 	GradClip    float64 `yaml:"grad_clip"`
 	Epochs      int     `yaml:"ppo_epochs"`
-	// MiniBatch is the number of trajectories per optimizer step.
+	// MiniBatch is the number of training sequences per optimizer step:
+	// one sequence per trajectory, or one per turn with a history window.
 	MiniBatch int `yaml:"ppo_mini_batch_size"`
 }
 
@@ -129,7 +136,8 @@ type ValidationConfig struct {
 	// Every validates before training and then every N steps (0: never).
 	Every int `yaml:"every"`
 	// Levels is the number of held-out levels, disjoint by layout from
-	// every warm-start and training level.
+	// every warm-start and training level (whether or not Every is 0, so
+	// that turning validation off does not change the training levels).
 	Levels int `yaml:"levels"`
 	// SeedBase is where validation seeds start.
 	SeedBase uint64 `yaml:"seed_base"`
@@ -151,12 +159,15 @@ type WarmStartConfig struct {
 	// "full" (its sentences). Brief keeps sequences short for the small
 	// embedded model.
 	Rationale string `yaml:"rationale"`
-	// Duration bounds the supervised training time; Steps bounds its
-	// optimizer steps; whichever ends first.
-	Duration time.Duration `yaml:"duration"`
-	Steps    int           `yaml:"steps"`
-	Batch    int           `yaml:"batch"`
-	LR       float64       `yaml:"lr"`
+	// Steps is the number of supervised optimizer steps: the budget, so
+	// the same config and seed give the same starting model on any machine.
+	Steps int `yaml:"steps"`
+	// MaxDuration, when positive, also stops the stage after this much
+	// time, with a warning: the starting model then depends on the
+	// machine's speed. A safety cap, off by default.
+	MaxDuration time.Duration `yaml:"max_duration"`
+	Batch       int           `yaml:"batch"`
+	LR          float64       `yaml:"lr"`
 	// CacheDir holds warm-started checkpoints keyed by the config that
 	// produced them, so the stage runs once.
 	CacheDir string `yaml:"cache_dir"`
@@ -181,7 +192,7 @@ func Default() Config {
 	ro.Sampling.MaxTokens = 48
 	ro.Concurrency = 4
 	return Config{
-		Run: RunConfig{Seed: 1, Steps: 200, Groups: 8, GroupSize: 8, Out: "runs/sokoban",
+		Run: RunConfig{Seed: 1, Steps: 200, Groups: 8, GroupSize: 8,
 			TrainSeedBase: 10000, TranscriptsEvery: 10, NaNStopStreak: 3},
 		Env:     EnvConfig{Name: "sokoban"},
 		Rollout: ro,
@@ -191,33 +202,50 @@ func Default() Config {
 		Filter:     FilterConfig{FilterConfig: algos.RecommendedFilterConfig(), EmptyStopSteps: 5, MaxSampleRounds: 3},
 		Collapse:   CollapseConfig{Every: 5, Samples: 64, FirstTurn: true, Trajectory: true},
 		Validation: ValidationConfig{Every: 10, Levels: 256, SeedBase: 1 << 40, Temperature: 1},
-		WarmStart: WarmStartConfig{Enabled: true, Episodes: 6000, Perturb: 0.1, Rationale: "brief", Duration: 100 * time.Second,
-			Steps: 100000, Batch: 16, LR: 3e-3, CacheDir: "runs/cache"},
+		WarmStart: WarmStartConfig{Enabled: true, Episodes: 6000, Perturb: 0.1, Rationale: "brief",
+			Steps: DefaultWarmStartSteps, Batch: 16, LR: 3e-3, CacheDir: "runs/cache"},
 		Checkpoint: CheckpointConfig{Every: 10, Resume: true},
 	}
 }
 
+// DefaultWarmStartSteps is the default warm-start budget in optimizer
+// steps, sized so that on two CPU cores the first RL step of the default
+// run comes within three minutes of a fresh clone.
+const DefaultWarmStartSteps = 700
+
 // Load reads a config file and applies `key=value` overrides (dotted keys,
-// e.g. "algo.lr=3e-4" or "env.config.dim_x=8").
+// e.g. "algo.lr=3e-4" or "env.config.dim_x=8"). Without run.out, the run
+// directory is runs/<file name without extension>.
 func Load(path string, overrides []string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, err
 	}
-	cfg, err := Parse(data, overrides)
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	cfg, err := parse(data, overrides, name)
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-// Parse decodes a config document; see Load.
+// Parse decodes a config document; see Load. Without run.out, the run
+// directory is runs/<env.name>.
 func Parse(data []byte, overrides []string) (Config, error) {
+	return parse(data, overrides, "")
+}
+
+// parse decodes a config; runName names the default run directory (the
+// environment's name when empty).
+func parse(data []byte, overrides []string, runName string) (Config, error) {
 	doc := &yaml.Node{Kind: yaml.DocumentNode}
 	if len(bytes.TrimSpace(data)) > 0 {
 		if err := yaml.Unmarshal(data, doc); err != nil {
 			return Config{}, err
 		}
+	}
+	if len(doc.Content) == 0 { // an empty file: every default
+		doc.Content = []*yaml.Node{{Kind: yaml.MappingNode, Tag: "!!map"}}
 	}
 	for _, o := range overrides {
 		key, value, err := yamlpath.ParseOverride(o)
@@ -236,8 +264,18 @@ func Parse(data []byte, overrides []string) (Config, error) {
 		}
 		cfg.Algo.PresetName, cfg.Algo.Preset = n.Value, preset
 	}
+	if yamlpath.Get(doc, "warm_start.duration") != nil {
+		return Config{}, errors.New("warm_start.duration: replaced by warm_start.steps (a number of optimizer steps, " +
+			"so a config gives the same model on any machine) and the optional time cap warm_start.max_duration")
+	}
 	if err := yamlpath.DecodeStrict(doc, &cfg); err != nil {
 		return Config{}, err
+	}
+	if cfg.Run.Out == "" {
+		if runName == "" {
+			runName = cfg.Env.Name
+		}
+		cfg.Run.Out = filepath.Join("runs", runName)
 	}
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
@@ -273,7 +311,8 @@ func (c *Config) Validate() error {
 	}
 	check(c.Algo.LR > 0, "algo.lr: must be positive, got %v", c.Algo.LR)
 	check(!(c.Algo.UseKLInReward && c.Rollout.HistoryWindow > 0 && !c.Algo.UsesTokenEstimator()),
-		"algo.use_kl_in_reward: not supported with rollout.history_window and a group estimator")
+		"algo.use_kl_in_reward: a per-token reward penalty needs a token estimator (gae or reinforce_plus_plus) "+
+			"when rollout.history_window splits episodes into turns; set rollout.history_window=0 or algo.use_kl_loss instead")
 	check(!c.Algo.UsesCritic() || c.Algo.CriticLR > 0, "algo.critic_lr: must be positive with a critic, got %v", c.Algo.CriticLR)
 	check(c.Algo.GradClip >= 0, "algo.grad_clip: must be >= 0 (0 disables), got %v", c.Algo.GradClip)
 	check(c.Algo.Epochs >= 1, "algo.ppo_epochs: must be at least 1, got %d", c.Algo.Epochs)
@@ -292,7 +331,8 @@ func (c *Config) Validate() error {
 	if c.WarmStart.Enabled {
 		check(c.WarmStart.Episodes >= 1, "warm_start.episodes: must be at least 1, got %d", c.WarmStart.Episodes)
 		check(c.WarmStart.Perturb >= 0 && c.WarmStart.Perturb < 1, "warm_start.perturb: must be in [0, 1), got %v", c.WarmStart.Perturb)
-		check(c.WarmStart.Duration > 0 || c.WarmStart.Steps > 0, "warm_start.duration or warm_start.steps: one must be positive")
+		check(c.WarmStart.Steps >= 1, "warm_start.steps: must be at least 1, got %d", c.WarmStart.Steps)
+		check(c.WarmStart.MaxDuration >= 0, "warm_start.max_duration: must be >= 0 (0: no time cap), got %v", c.WarmStart.MaxDuration)
 		check(c.WarmStart.Rationale == "brief" || c.WarmStart.Rationale == "full", "warm_start.rationale: must be brief or full, got %q", c.WarmStart.Rationale)
 		check(c.WarmStart.Batch >= 1, "warm_start.batch: must be at least 1, got %d", c.WarmStart.Batch)
 		check(c.WarmStart.LR > 0, "warm_start.lr: must be positive, got %v", c.WarmStart.LR)
@@ -315,6 +355,20 @@ func (c *Config) YAML() (string, error) {
 	}
 	return b.String(), nil
 }
+
+// earlyStop returns the early-stop settings of the filter section.
+func (c *Config) earlyStop() algos.EarlyStopConfig {
+	e := algos.DefaultEarlyStopConfig()
+	e.EmptyStopSteps = c.Filter.EmptyStopSteps
+	if !c.Filter.VarianceEarlyStop {
+		e.Patience = 0
+	}
+	return e
+}
+
+// needsReference reports whether any KL term needs the frozen reference
+// policy.
+func (c *Config) needsReference() bool { return c.Algo.UseKLLoss || c.Algo.UseKLInReward }
 
 // yamlString renders a YAML node (empty for an absent one).
 func yamlString(n *yaml.Node) (string, error) {

@@ -2,17 +2,22 @@ package train
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agentrl/agentrl/internal/atomicdir"
 	"github.com/agentrl/agentrl/internal/tfevents"
 	"github.com/agentrl/agentrl/rollout"
 )
@@ -34,20 +39,93 @@ type recorder struct {
 	events  *tfevents.Writer
 }
 
-func newRecorder(dir string) (*recorder, error) {
+// newRecorder opens the run's files for a run that continues after step
+// keep (keep < 0: a new run). Everything a previous session wrote after
+// keep — the metrics rows, the TensorBoard events and the transcripts of
+// later steps, which an interrupted run wrote after its last checkpoint —
+// is cut first (each file replaced atomically), so a resumed run's files
+// hold each step once, as an uninterrupted run's do.
+func newRecorder(dir string, keep int) (*recorder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(filepath.Join(dir, metricsFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	path := filepath.Join(dir, metricsFile)
+	if err := trimMetrics(path, keep); err != nil {
+		return nil, err
+	}
+	if err := trimTranscripts(filepath.Join(dir, transcriptsDir), keep); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := tfevents.Create(filepath.Join(dir, eventsDir))
+	ev, err := tfevents.Resume(filepath.Join(dir, eventsDir), int64(keep))
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	return &recorder{dir: dir, metrics: f, events: ev}, nil
+}
+
+// trimMetrics rewrites metrics.jsonl with the rows of steps ≤ keep, in
+// order; a torn last line (a process killed mid-write) is dropped.
+func trimMetrics(path string, keep int) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var kept []byte
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break // torn
+		}
+		line := data[:i+1]
+		data = data[i+1:]
+		var row struct{ Step *int }
+		if json.Unmarshal(line, &row) != nil || row.Step == nil {
+			continue
+		}
+		if *row.Step <= keep {
+			kept = append(kept, line...)
+		}
+	}
+	return atomicdir.WriteFile(path, kept, 0o644)
+}
+
+// transcriptName is the file of one step's transcripts.
+func transcriptName(label string, step int) string {
+	return fmt.Sprintf("%s-step%05d.txt", label, step)
+}
+
+// trimTranscripts removes the transcripts of steps after keep.
+func trimTranscripts(dir string, keep int) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		i := strings.LastIndex(name, "-step")
+		if i < 0 || !strings.HasSuffix(name, ".txt") {
+			continue
+		}
+		step, err := strconv.Atoi(strings.TrimSuffix(name[i+len("-step"):], ".txt"))
+		if err != nil || step <= keep {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // record appends one step's metrics. Non-finite values are written to
@@ -78,7 +156,7 @@ func (r *recorder) transcripts(step int, label string, trajs []rollout.Trajector
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-step%05d.txt", label, step)))
+	f, err := os.Create(filepath.Join(dir, transcriptName(label, step)))
 	if err != nil {
 		return err
 	}

@@ -1,23 +1,38 @@
 package train
 
 import (
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 
-	"github.com/agentrl/agentrl/policy/native"
+	"github.com/agentrl/agentrl/algos"
+	"github.com/agentrl/agentrl/internal/atomicdir"
 )
 
-// Files inside a run checkpoint besides the actor's own.
-const (
-	stateFile    = "trainer_state.json"
-	criticDir    = "critic"
-	referenceDir = "reference"
-)
+// stateFile is the trainer's state inside a checkpoint, beside the
+// learner's files.
+const stateFile = "trainer_state.json"
+
+// State is what a checkpoint adds to the learner's state to resume a run
+// exactly where it stopped: counters and measured baselines, never
+// settings (those come from the configuration on every start).
+type State struct {
+	Step          int                `json:"step"`
+	NextTrainSeed uint64             `json:"next_train_seed"`
+	EarlyStop     *algos.EarlyStop   `json:"early_stop"`
+	CollapseEMA   *algos.CollapseEMA `json:"collapse_ema"`
+	NaNStreak     int                `json:"nan_streak"`
+	// RandomValSuccess is the validation success of a uniformly random
+	// policy, measured once.
+	RandomValSuccess float64 `json:"random_val_success"`
+	// WarmStartValSuccess is the validation success before any RL step.
+	WarmStartValSuccess float64 `json:"warm_start_val_success"`
+	// Stopped says why the run ended early, if it did.
+	Stopped string `json:"stopped,omitempty"`
+}
 
 // jsonState is State with NaN-safe floats (JSON has no NaN).
 type jsonState struct {
@@ -40,98 +55,60 @@ func nilToNaN(x *float64) float64 {
 	return *x
 }
 
-// checkpoint saves the actor (weights, optimizer, tokenizer, trainer
-// state) and the critic under run.out/checkpoints/latest, atomically.
-func (s *session) checkpoint() error {
+// newState is the state of a run before its first step.
+func (t *Trainer) newState() State {
+	return State{NextTrainSeed: t.cfg.Run.TrainSeedBase,
+		EarlyStop:        algos.NewEarlyStop(t.cfg.earlyStop()),
+		CollapseEMA:      algos.NewCollapseEMA(),
+		RandomValSuccess: math.NaN(), WarmStartValSuccess: math.NaN()}
+}
+
+// checkpoint saves the learner, the trainer state and the run identity as
+// run.out/checkpoints/latest, replacing the previous checkpoint atomically:
+// a crash at any instant leaves one complete checkpoint or the other.
+func (s *session) checkpoint(ctx context.Context) error {
 	state, err := json.MarshalIndent(jsonState{State: s.state, RandomValSuccess: nanToNil(s.state.RandomValSuccess),
 		WarmStartValSuccess: nanToNil(s.state.WarmStartValSuccess)}, "", "  ")
 	if err != nil {
 		return err
 	}
-	tok, err := tokenizerJSON(s.tok)
+	id, err := json.MarshalIndent(s.identity, "", "  ")
 	if err != nil {
 		return err
 	}
 	dir := filepath.Join(s.cfg.Run.Out, checkpointsDir, latestCheckpoint)
-	// The critic is written first: a crash between the two saves leaves a
-	// critic newer than the actor's state, which resume detects by step.
-	if s.learn.critic != nil {
-		cstate, _ := json.Marshal(map[string]int{"step": s.state.Step})
-		if err := native.SaveCheckpoint(filepath.Join(s.cfg.Run.Out, checkpointsDir, criticDir), s.learn.critic, s.learn.criticOpt,
-			map[string][]byte{stateFile: cstate}); err != nil {
-			return fmt.Errorf("checkpoint critic: %w", err)
+	err = atomicdir.Write(dir, func(tmp string) error {
+		if err := s.learner.Save(ctx, tmp); err != nil {
+			return err
 		}
-	}
-	if s.learn.ref != nil {
-		refDir := filepath.Join(s.cfg.Run.Out, checkpointsDir, referenceDir)
-		if _, err := os.Stat(refDir); errors.Is(err, fs.ErrNotExist) {
-			// The reference never changes: written once.
-			if err := native.SaveCheckpoint(refDir, s.learn.ref, nil, nil); err != nil {
-				return fmt.Errorf("checkpoint reference: %w", err)
-			}
+		if err := atomicdir.WriteFile(filepath.Join(tmp, stateFile), state, 0o644); err != nil {
+			return err
 		}
-	}
-	if err := native.SaveCheckpoint(dir, s.actor, s.learn.actorOpt, map[string][]byte{tokenizerFile: tok, stateFile: state}); err != nil {
+		return atomicdir.WriteFile(filepath.Join(tmp, identityFile), id, 0o644)
+	})
+	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
 }
 
-// loadReference loads the frozen KL reference saved with the run.
-func (s *session) loadReference() (*native.Model, error) {
-	dir := filepath.Join(s.cfg.Run.Out, checkpointsDir, referenceDir)
-	ck, err := native.LoadCheckpoint(dir)
+// loadState reads the trainer state of a checkpoint and gives it this
+// run's settings.
+func (t *Trainer) loadState(dir string) (State, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, stateFile))
 	if err != nil {
-		return nil, fmt.Errorf("resume: the KL reference policy: %w", err)
-	}
-	return ck.Model, nil
-}
-
-// resume loads run.out/checkpoints/latest if it exists. It reports whether
-// it did.
-func (s *session) resume() (bool, error) {
-	dir := filepath.Join(s.cfg.Run.Out, checkpointsDir, latestCheckpoint)
-	ck, err := native.LoadCheckpoint(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("resume from %s: %w", dir, err)
-	}
-	if ck.Optimizer == nil {
-		return false, fmt.Errorf("resume from %s: no optimizer state", dir)
-	}
-	tok, err := tokenizerFromExtra(ck.Extra)
-	if err != nil {
-		return false, fmt.Errorf("resume from %s: %w", dir, err)
+		return State{}, err
 	}
 	var js jsonState
-	if err := json.Unmarshal(ck.Extra[stateFile], &js); err != nil {
-		return false, fmt.Errorf("resume from %s: %s: %w", dir, stateFile, err)
+	if err := json.Unmarshal(raw, &js); err != nil {
+		return State{}, fmt.Errorf("%s: %w", stateFile, err)
 	}
 	state := js.State
 	state.RandomValSuccess, state.WarmStartValSuccess = nilToNaN(js.RandomValSuccess), nilToNaN(js.WarmStartValSuccess)
 	if state.EarlyStop == nil || state.CollapseEMA == nil {
-		return false, fmt.Errorf("resume from %s: %s is incomplete", dir, stateFile)
+		return State{}, fmt.Errorf("%s is incomplete", stateFile)
 	}
-	if want := s.modelConfig(tok.VocabSize(), false); ck.Model.Config().DModel != want.DModel || ck.Model.Config().Layers != want.Layers {
-		return false, fmt.Errorf("resume from %s: the checkpoint's model (%+v) does not match the config's model section", dir, ck.Model.Config())
-	}
-	ck.Optimizer.WeightDecay = float32(s.cfg.Algo.WeightDecay)
-	s.tok, s.actor, s.state = tok, ck.Model, state
-	s.learn = &learner{actorOpt: ck.Optimizer}
-	if s.cfg.Algo.UsesCritic() {
-		cdir := filepath.Join(s.cfg.Run.Out, checkpointsDir, criticDir)
-		cck, err := native.LoadCheckpoint(cdir)
-		if err != nil {
-			return false, fmt.Errorf("resume critic from %s: %w", cdir, err)
-		}
-		var cs struct{ Step int }
-		if err := json.Unmarshal(cck.Extra[stateFile], &cs); err != nil || cs.Step != state.Step {
-			return false, fmt.Errorf("resume: critic checkpoint (step %d) does not match the actor's (step %d)", cs.Step, state.Step)
-		}
-		s.learn.critic, s.learn.criticOpt = cck.Model, cck.Optimizer
-	}
-	s.log.Info("resumed", "dir", dir, "step", state.Step)
-	return true, nil
+	state.EarlyStop.Config = t.cfg.earlyStop()
+	state.CollapseEMA.Decay = algos.CollapseEMADecay
+	return state, nil
 }

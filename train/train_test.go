@@ -2,17 +2,18 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agentrl/agentrl/algos"
 	_ "github.com/agentrl/agentrl/envs/sokoban"
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/policy/tokenizer"
@@ -23,7 +24,15 @@ import (
 // model, a short warm start, 2 groups of 4.
 func tinyConfig(t *testing.T, out string, steps int, overrides ...string) Config {
 	t.Helper()
-	cfg, err := Parse([]byte(`
+	cfg, err := tinyConfigFor(out, steps, overrides...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func tinyConfigFor(out string, steps int, overrides ...string) (Config, error) {
+	return Parse([]byte(`
 env:
   name: sokoban
 run:
@@ -59,17 +68,12 @@ validation:
   levels: 4
 warm_start:
   episodes: 40
-  duration: 0s
   steps: 150
   batch: 8
   cache_dir: `+filepath.Join(filepath.Dir(out), "cache")+`
 checkpoint:
   every: 2
 `), overrides)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
 }
 
 func quietOptions() Options {
@@ -234,7 +238,8 @@ func TestNonFiniteLossesSkipThenStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.rec.close()
+	defer s.close()
+	actor := s.learner.(*nativeLearner).actor
 	// Healthy first step, then the weights blow up.
 	m, err := s.step(context.Background())
 	if err != nil {
@@ -243,10 +248,10 @@ func TestNonFiniteLossesSkipThenStop(t *testing.T) {
 	if m["actor/skipped_updates"] != 0 || s.state.NaNStreak != 0 {
 		t.Fatalf("healthy step skipped updates: %v", m["actor/skipped_updates"])
 	}
-	before := append([]float32(nil), s.actor.Params()...)
-	for i := range s.actor.Params() {
+	before := append([]float32(nil), actor.Params()...)
+	for i := range actor.Params() {
 		if i%7 == 0 {
-			s.actor.Params()[i] = float32(math.NaN())
+			actor.Params()[i] = float32(math.NaN())
 		}
 	}
 	for i := 1; i <= cfg.Run.NaNStopStreak; i++ {
@@ -263,7 +268,7 @@ func TestNonFiniteLossesSkipThenStop(t *testing.T) {
 	}
 	// Skipped updates leave the (NaN) weights untouched rather than
 	// spreading NaN: the non-NaN entries are unchanged from before.
-	for i, v := range s.actor.Params() {
+	for i, v := range actor.Params() {
 		if i%7 != 0 && v != before[i] {
 			t.Fatalf("param %d changed by a skipped update", i)
 		}
@@ -295,26 +300,6 @@ func TestTrainingConversations(t *testing.T) {
 	}
 	check(got, want)
 	check(trainingConversations(msgs, 2), [][]string{{"S", "u1", "a1"}, {"S", "u1", "a1", "u2", "a2"}, {"S", "u2", "a2", "u3", "a3"}})
-}
-
-func TestEpisodeAdvantagesBalanceEpisodes(t *testing.T) {
-	// Two episodes of one group: a success in 1 turn, a failure in 3.
-	kept := []rollout.Trajectory{{Score: 1}, {Score: 0}}
-	seqs := &sequences{episode: []int{0, 1, 1, 1}, mask: [][]bool{{false, true}, {false, true}, {false, true}, {false, true}}}
-	groups := algos.Groups{{0, 1}}
-	adv, _, err := episodeAdvantages(algos.PresetDrGRPO(), kept, groups, seqs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Dr.GRPO: A = ±0.5; 4 sequences over 2 episodes gives balance 2, so the
-	// success's one sequence carries +1 and each of the failure's three -1/3:
-	// both episodes sum to the same magnitude.
-	want := []float64{1, -1.0 / 3, -1.0 / 3, -1.0 / 3}
-	for i, w := range want {
-		if math.Abs(adv[i][1]-w) > 1e-12 || adv[i][0] != 0 {
-			t.Errorf("sequence %d: advantage %v, want [0 %v]", i, adv[i], w)
-		}
-	}
 }
 
 func TestTrainingLevelsAvoidValidationLayouts(t *testing.T) {
@@ -368,7 +353,7 @@ func TestDynamicSamplingRefills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.rec.close()
+	defer s.close()
 	// Group 0 all scored alike (dropped), group 1 varies (kept).
 	var trajs []rollout.Trajectory
 	for g, scores := range [][]float64{{1, 1, 1, 1}, {0, 1, 0, 2}} {
@@ -376,24 +361,114 @@ func TestDynamicSamplingRefills(t *testing.T) {
 			trajs = append(trajs, rollout.Trajectory{Group: g, Sample: i, Seed: uint64(100 + g), Score: sc})
 		}
 	}
-	out, next, m, err := s.dynamicSampling(context.Background(), 1, trajs, 5000)
+	m := metrics{}
+	out, next, err := s.dynamicSampling(context.Background(), 1, newBatch(trajs), 5000, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m["rollout/dynamic_sampling_rounds"] != 2 || m["rollout/dynamic_sampling_dropped"] < 1 || next <= 5000 {
 		t.Errorf("metrics %v, next seed %d", m, next)
 	}
-	if len(out)%4 != 0 || len(out) < 4 || len(out) > 8 {
-		t.Fatalf("%d trajectories back", len(out))
+	if n := len(out.Trajectories); n%4 != 0 || n < 4 || n > 8 || len(out.Groups) != n/4 {
+		t.Fatalf("%d trajectories in %d groups back", n, len(out.Groups))
 	}
 	for i := 0; i < 4; i++ {
-		if out[i].Seed != 101 || out[i].Group != 0 || out[i].Score != []float64{0, 1, 0, 2}[i] {
-			t.Errorf("trajectory %d = group %d seed %d score %v; want the varied group first, renumbered 0", i, out[i].Group, out[i].Seed, out[i].Score)
+		tr := out.Trajectories[out.Groups[0][i]]
+		if tr.Seed != 101 || tr.Group != 0 || tr.Score != []float64{0, 1, 0, 2}[i] {
+			t.Errorf("trajectory %d = group %d seed %d score %v; want the varied group first, renumbered 0", i, tr.Group, tr.Seed, tr.Score)
 		}
 	}
-	for i := 4; i < len(out); i++ {
-		if out[i].Group != 1 || out[i].Seed < 5000 {
-			t.Errorf("refill trajectory %d: group %d seed %d", i, out[i].Group, out[i].Seed)
+	for _, i := range slices.Concat(out.Groups[1:]...) {
+		if tr := out.Trajectories[i]; tr.Group != 1 || tr.Seed < 5000 {
+			t.Errorf("refill trajectory %d: group %d seed %d", i, tr.Group, tr.Seed)
 		}
+	}
+}
+
+// TestKLInRewardRunEndsWithSummary: a KL penalty in the reward alone (no KL
+// loss) builds the frozen reference and trains; the run ends with a
+// summary on the console and in summary.json.
+func TestKLInRewardRunEndsWithSummary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	cfg := tinyConfig(t, dir, 2, "rollout.history_window=0", "rollout.max_turns=2", "algo.use_kl_in_reward=true", "algo.kl_coef=0.05")
+	var console strings.Builder
+	opts := quietOptions()
+	opts.Console, opts.ConfigPath = &console, "my.yaml"
+	tr, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, checkpointsDir, latestCheckpoint, referenceDir, "model.safetensors")); err != nil {
+		t.Errorf("no reference policy in the checkpoint: %v", err)
+	}
+	ms, _ := ReadMetrics(dir)
+	if len(ms) != 3 || math.IsNaN(ms[2]["actor/pg_loss"]) {
+		t.Fatalf("metrics %v", ms)
+	}
+	out := console.String()
+	for _, want := range []string{"run finished after 2 of 2 steps", "validation success on 4 held-out levels (95% interval)",
+		"random policy", "warm start", "best (step", "final (step 2)", "go run ./trainer plot " + dir,
+		"go run ./trainer eval -config my.yaml -checkpoint " + filepath.Join(dir, checkpointsDir, latestCheckpoint), "trainer serve"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, summaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum Summary
+	if err := json.Unmarshal(raw, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Steps != 2 || sum.ValidationLevels != 4 || sum.Final.Step != 2 || sum.Final.Success == nil ||
+		*sum.Final.Low > *sum.Final.Success || *sum.Final.High < *sum.Final.Success || sum.WarmStart.Success == nil {
+		t.Errorf("summary.json %s", raw)
+	}
+	if want := ms[2]["val-env/success"]; *sum.Final.Success != want {
+		t.Errorf("final success %v, metrics say %v", *sum.Final.Success, want)
+	}
+}
+
+// TestWarmStartIsStepBudgeted: the warm start trains warm_start.steps
+// steps however slow the clock says the machine is; only the optional
+// max_duration cap reads the clock, and it warns when it binds.
+func TestWarmStartIsStepBudgeted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := t.TempDir()
+	warm := func(cache string, slow bool, sets ...string) ([]float32, string) {
+		t.Helper()
+		cfg := tinyConfig(t, filepath.Join(dir, "run"), 1, append([]string{"warm_start.steps=40", "warm_start.cache_dir=" + filepath.Join(dir, cache)}, sets...)...)
+		var logs strings.Builder
+		tr, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Console: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slow { // every reading of the clock is a minute later than the last
+			now := time.Unix(0, 0)
+			tr.now = func() time.Time { now = now.Add(time.Minute); return now }
+		}
+		ws, err := tr.warmStart(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ws.model.Params(), logs.String()
+	}
+	fast, _ := warm("a", false)
+	slow, _ := warm("b", true)
+	if !slices.Equal(fast, slow) {
+		t.Error("the same config gave different warm-started models under a slow clock")
+	}
+	capped, logs := warm("c", true, "warm_start.max_duration=5m")
+	if slices.Equal(fast, capped) || !strings.Contains(logs, "max_duration reached") {
+		t.Errorf("a binding max_duration neither stopped the warm start early nor warned:\n%s", logs)
 	}
 }

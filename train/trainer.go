@@ -8,12 +8,16 @@
 // One step: collect N env groups × K samples with the rollout engine →
 // template-collapse metrics on the unfiltered batch (every collapse.every
 // steps) → SNR-aware filter on the per-group reward spread → advantages
-// (algos preset) → mini-batch updates of the embedded policy (log-probs
-// recomputed under the current weights) → metrics, validation, checkpoint.
+// (algos preset) → Learner.Update (log-probs recomputed under the current
+// weights) → metrics, validation, checkpoint. The Learner owns the models;
+// the native in-process learner trains the embedded Go transformer.
 //
-// Everything random derives from run.seed and the step number, so a run
-// resumed from a checkpoint continues the same curve as an uninterrupted
-// one.
+// A run directory belongs to one run: its identity (the environment, every
+// setting that changes what the run computes, the model) is checked before
+// anything is written, and a resumed run cuts its files back to the
+// checkpoint it continues from. Everything random derives from run.seed and
+// the step number, and no budget depends on wall time, so a resumed run
+// continues the same curve as an uninterrupted one, on any machine.
 package train
 
 import (
@@ -31,10 +35,10 @@ import (
 
 	"github.com/agentrl/agentrl/algos"
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/internal/atomicdir"
+	"github.com/agentrl/agentrl/internal/runlock"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/local"
 	"github.com/agentrl/agentrl/policy/native"
-	"github.com/agentrl/agentrl/policy/tokenizer"
 	"github.com/agentrl/agentrl/rollout"
 )
 
@@ -42,16 +46,22 @@ import (
 type Options struct {
 	// Logger receives progress and warnings (default: text to stderr).
 	Logger *slog.Logger
-	// Console receives one progress line per step (default: stdout).
+	// Console receives one progress line per step and the final summary
+	// (default: stdout).
 	Console io.Writer
+	// ConfigPath is the file the configuration came from, quoted in the
+	// commands the final summary suggests (default configs/<env>.yaml).
+	ConfigPath string
 }
 
 // Trainer runs one training configuration.
 type Trainer struct {
-	cfg     Config
-	log     *slog.Logger
-	console io.Writer
-	factory *envs.Factory
+	cfg        Config
+	log        *slog.Logger
+	console    io.Writer
+	configPath string
+	factory    *envs.Factory
+	now        func() time.Time // the clock; only logs and timings read it
 
 	// valKeys are the layouts (initial observations) of the validation
 	// levels; no warm-start or training level may share one.
@@ -68,45 +78,31 @@ func New(cfg Config, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{cfg: cfg, log: opts.Logger, console: opts.Console, factory: factory}
+	t := &Trainer{cfg: cfg, log: opts.Logger, console: opts.Console, configPath: opts.ConfigPath, factory: factory, now: time.Now}
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
 	if t.console == nil {
 		t.console = os.Stdout
 	}
+	if t.configPath == "" {
+		t.configPath = filepath.Join("configs", cfg.Env.Name+".yaml")
+	}
 	return t, nil
-}
-
-// State is what a checkpoint adds to the weights and optimizer to resume a
-// run exactly where it stopped.
-type State struct {
-	Step          int                `json:"step"`
-	NextTrainSeed uint64             `json:"next_train_seed"`
-	EarlyStop     *algos.EarlyStop   `json:"early_stop"`
-	CollapseEMA   *algos.CollapseEMA `json:"collapse_ema"`
-	NaNStreak     int                `json:"nan_streak"`
-	// RandomValSuccess is the validation success of a uniformly random
-	// policy, measured once.
-	RandomValSuccess float64 `json:"random_val_success"`
-	// WarmStartValSuccess is the validation success before any RL step.
-	WarmStartValSuccess float64 `json:"warm_start_val_success"`
-	// Stopped says why the run ended early, if it did.
-	Stopped string `json:"stopped,omitempty"`
 }
 
 // session is a run in progress.
 type session struct {
 	*Trainer
-	tok    *tokenizer.Tokenizer
-	actor  *native.Model
-	pol    *local.Policy
-	learn  *learner
-	engine *rollout.Engine
-	valEng *rollout.Engine
-	rec    *recorder
-	state  State
-	sched  native.Schedule
+	learner  Learner
+	identity runIdentity
+	engine   *rollout.Engine
+	valEng   *rollout.Engine
+	rec      *recorder
+	lock     *runlock.Lock
+	state    State
+	sched    native.Schedule
+	resumed  bool
 }
 
 // ErrStopped is returned by Run when a stopping rule ended the run early
@@ -114,104 +110,109 @@ type session struct {
 var ErrStopped = errors.New("training stopped early")
 
 // Run trains until run.steps, a stopping rule, or ctx ends. When ctx ends
-// it saves a checkpoint first and returns ctx.Err().
+// it saves a checkpoint first and returns ctx.Err(). It ends with a summary
+// on the console and in run.out/summary.json.
 func (t *Trainer) Run(ctx context.Context) error {
+	start := t.now()
 	s, err := t.open(ctx)
 	if err != nil {
 		return err
 	}
-	defer s.rec.close()
+	defer s.close()
 	err = s.loop(ctx)
 	if ctx.Err() != nil {
 		// Interrupted: save what the last completed step left.
-		if serr := s.checkpoint(); serr != nil {
+		if serr := s.checkpoint(context.WithoutCancel(ctx)); serr != nil {
 			return errors.Join(ctx.Err(), serr)
 		}
-		t.log.Info("interrupted: checkpoint saved", "step", s.state.Step, "dir", t.cfg.Run.Out)
+		t.log.Info("interrupted: checkpoint saved; run the same command again to resume", "step", s.state.Step, "dir", t.cfg.Run.Out)
+		s.summarize(t.now().Sub(start), "interrupted")
 		return ctx.Err()
 	}
 	if err != nil && !errors.Is(err, ErrStopped) {
 		return err
 	}
-	if serr := s.checkpoint(); serr != nil {
+	if serr := s.checkpoint(ctx); serr != nil {
 		return serr
 	}
+	reason := "finished"
+	if err != nil {
+		reason = "stopped early: " + s.state.Stopped
+	}
+	s.summarize(t.now().Sub(start), reason)
 	return err
 }
 
-// open prepares a session: validation levels, the starting model (resumed,
-// warm-started or fresh), the learner and the rollout engines.
+// open prepares a session. In order: the run directory's identity is
+// checked (reading only), the directory is locked, the starting point is
+// built (a checkpoint to resume, or the warm start), and only then are the
+// run's files written.
 func (t *Trainer) open(ctx context.Context) (*session, error) {
 	c := t.cfg
-	if err := os.MkdirAll(c.Run.Out, 0o755); err != nil {
+	id, err := t.identity()
+	if err != nil {
 		return nil, err
 	}
-	if y, err := c.YAML(); err == nil {
-		if err := os.WriteFile(filepath.Join(c.Run.Out, configFile), []byte(y), 0o644); err != nil {
-			return nil, err
+	if err := atomicdir.Recover(filepath.Join(c.Run.Out, checkpointsDir, latestCheckpoint)); err != nil {
+		return nil, err
+	}
+	if _, err := t.checkRunDir(id); err != nil {
+		return nil, err
+	}
+	lock, err := runlock.Acquire(c.Run.Out)
+	if err != nil {
+		return nil, fmt.Errorf("%w; wait for it to finish or use -out DIR", err)
+	}
+	s := &session{Trainer: t, lock: lock, identity: id,
+		sched: native.Schedule{Peak: c.Algo.LR, Min: c.Algo.LR, Warmup: c.Algo.WarmupSteps}}
+	ok := false
+	defer func() {
+		if !ok {
+			s.close()
 		}
+	}()
+	// Checked again under the lock: another process may have started here
+	// between the first check and the lock.
+	resumeFrom, err := t.checkRunDir(id)
+	if err != nil {
+		return nil, err
 	}
 	if err := t.buildValidationSet(); err != nil {
 		return nil, err
 	}
-	early := algos.NewEarlyStop()
-	early.EmptyStopSteps = c.Filter.EmptyStopSteps
-	if !c.Filter.VarianceEarlyStop {
-		early.Patience = 0
-	}
-	s := &session{Trainer: t, state: State{NextTrainSeed: c.Run.TrainSeedBase, EarlyStop: early, CollapseEMA: algos.NewCollapseEMA(),
-		RandomValSuccess: math.NaN(), WarmStartValSuccess: math.NaN()}}
-	s.sched = native.Schedule{Peak: c.Algo.LR, Min: c.Algo.LR, Warmup: c.Algo.WarmupSteps}
-
-	var actorOpt *native.AdamW
-	var critic *native.Model
-	var criticOpt *native.AdamW
-	resumed := false
-	if c.Checkpoint.Resume {
-		ok, err := s.resume()
+	keep := -1
+	if resumeFrom != "" {
+		l, err := loadNativeLearner(c, resumeFrom)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("resume from %s: %w", resumeFrom, err)
 		}
-		resumed = ok
-	}
-	if resumed {
-		actorOpt, critic, criticOpt = s.learn.actorOpt, s.learn.critic, s.learn.criticOpt
+		if s.state, err = t.loadState(resumeFrom); err != nil {
+			return nil, fmt.Errorf("resume from %s: %w", resumeFrom, err)
+		}
+		s.learner, s.resumed, keep = l, true, s.state.Step
+		t.log.Info("resuming", "dir", resumeFrom, "step", s.state.Step)
 	} else {
 		ws, err := t.warmStart(ctx)
 		if err != nil {
 			return nil, err
 		}
-		s.tok, s.actor = ws.tok, ws.model
-		actorOpt = native.NewAdamW(s.actor, 0.9, 0.999, 1e-8, float32(c.Algo.WeightDecay))
-		if c.Algo.UsesCritic() {
-			if critic, err = native.New(t.modelConfig(s.tok.VocabSize(), true), c.Run.Seed+1); err != nil {
-				return nil, err
-			}
-			criticOpt = native.NewAdamW(critic, 0.9, 0.999, 1e-8, float32(c.Algo.WeightDecay))
+		if s.learner, err = newNativeLearner(c, ws.model, ws.tok); err != nil {
+			return nil, err
+		}
+		s.state = t.newState()
+		if err := t.clearRunDir(); err != nil {
+			return nil, err
 		}
 	}
-	var ref *native.Model
-	if c.Algo.UseKLLoss {
-		// The reference is the policy the run started from (the warm-started
-		// or loaded weights), frozen; a resumed run reloads it.
-		var err error
-		if resumed {
-			if ref, err = s.loadReference(); err != nil {
-				return nil, err
-			}
-		} else {
-			if ref, err = native.New(s.actor.Config(), 0); err != nil {
-				return nil, err
-			}
-			copy(ref.Params(), s.actor.Params())
-		}
-	}
-	s.learn = &learner{cfg: c.Algo, actor: s.actor, actorOpt: actorOpt, critic: critic, criticOpt: criticOpt, ref: ref}
-	pol, err := local.New(c.Env.Name, s.actor, s.tok)
-	if err != nil {
+	model := s.learner.Model()
+	s.identity.Model = &model
+	if err := t.writeRunFiles(s.identity); err != nil {
 		return nil, err
 	}
-	s.pol = pol
+	if s.rec, err = newRecorder(c.Run.Out, keep); err != nil {
+		return nil, err
+	}
+	pol := s.learner.Policy()
 	if s.engine, err = rollout.New(ctx, c.Rollout, pol, t.factory); err != nil {
 		return nil, err
 	}
@@ -220,19 +221,56 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 	if s.valEng, err = rollout.New(ctx, valCfg, pol, t.factory); err != nil {
 		return nil, err
 	}
-	if s.rec, err = newRecorder(c.Run.Out); err != nil {
-		return nil, err
-	}
-	t.log.Info("model", "params", s.actor.NumParams(), "vocab", s.tok.VocabSize(), "max_seq", s.actor.Config().MaxSeq,
-		"resumed_at_step", s.state.Step)
+	t.log.Info("model", "kind", model.Kind, "params", model.Params, "max_context", pol.Info().MaxContext,
+		"run_dir", c.Run.Out, "resumed_at_step", s.state.Step)
+	ok = true
 	return s, nil
 }
 
+// clearRunDir removes what an earlier run left in the run directory before
+// a new run starts there (it holds no checkpoint of this run, or
+// checkpoint.resume is off). The metrics, events and transcripts are
+// truncated by newRecorder.
+func (t *Trainer) clearRunDir() error {
+	dir := t.cfg.Run.Out
+	if exists(filepath.Join(dir, metricsFile)) || exists(filepath.Join(dir, checkpointsDir)) {
+		t.log.Warn("starting a new run: replacing the files of the earlier run in the run directory", "dir", dir)
+	}
+	for _, name := range []string{checkpointsDir, summaryFile} {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRunFiles records the run's identity and resolved configuration.
+func (t *Trainer) writeRunFiles(id runIdentity) error {
+	y, err := t.cfg.YAML()
+	if err != nil {
+		return err
+	}
+	if err := atomicdir.WriteFile(filepath.Join(t.cfg.Run.Out, configFile), []byte(y), 0o644); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(t.cfg.Run.Out, identityFile), id)
+}
+
+func (s *session) close() {
+	if s.rec != nil {
+		if err := s.rec.close(); err != nil {
+			s.log.Warn("closing the run's files", "err", err)
+		}
+		s.rec = nil
+	}
+	s.lock.Release()
+}
+
 // modelConfig is the native architecture for a vocabulary.
-func (t *Trainer) modelConfig(vocab int, valueHead bool) native.Config {
+func (t *Trainer) modelConfig(vocab int) native.Config {
 	m := t.cfg.Model
 	return native.Config{Vocab: vocab, DModel: m.DModel, Layers: m.Layers, Heads: m.Heads, KVHeads: m.KVHeads,
-		DFF: m.DFF, MaxSeq: m.MaxSeq, TieEmbeddings: true, ValueHead: valueHead}
+		DFF: m.DFF, MaxSeq: m.MaxSeq, TieEmbeddings: true}
 }
 
 // layoutKey is a level's identity: its initial observation, which renders
@@ -248,7 +286,7 @@ func (t *Trainer) buildValidationSet() error {
 	c := t.cfg.Validation
 	t.valKeys = map[string]bool{}
 	t.valSeeds = nil
-	if c.Every == 0 {
+	if c.Levels == 0 {
 		return nil
 	}
 	env, err := t.factory.New()
@@ -308,7 +346,7 @@ func stepSeed(runSeed uint64, step int, stream uint64) uint64 {
 // loop runs validation and training steps.
 func (s *session) loop(ctx context.Context) error {
 	c := s.cfg
-	if math.IsNaN(s.state.RandomValSuccess) && len(s.valSeeds) > 0 {
+	if math.IsNaN(s.state.RandomValSuccess) && c.Validation.Every > 0 && len(s.valSeeds) > 0 {
 		r, err := s.randomBaseline(ctx)
 		if err != nil {
 			return err
@@ -316,7 +354,9 @@ func (s *session) loop(ctx context.Context) error {
 		s.state.RandomValSuccess = r
 		s.log.Info("validation: random policy", "success", r, "levels", len(s.valSeeds))
 	}
-	if s.state.Step == 0 && c.Validation.Every > 0 {
+	// Step 0 is validated once: a run resumed from a checkpoint at step 0
+	// (interrupted during step 1) has its row already.
+	if s.state.Step == 0 && c.Validation.Every > 0 && math.IsNaN(s.state.WarmStartValSuccess) {
 		m, err := s.validate(ctx)
 		if err != nil {
 			return err
@@ -327,13 +367,13 @@ func (s *session) loop(ctx context.Context) error {
 		}
 		fmt.Fprintln(s.console, progressLine(0, c.Run.Steps, 0, 0, m))
 	}
-	start := time.Now()
+	start := s.now()
 	done := 0
 	for s.state.Step < c.Run.Steps {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		stepStart := time.Now()
+		stepStart := s.now()
 		m, err := s.step(ctx)
 		if err != nil {
 			return err
@@ -348,14 +388,17 @@ func (s *session) loop(ctx context.Context) error {
 				m[k] = v
 			}
 		}
-		m["timing_s/step"] = time.Since(stepStart).Seconds()
+		m["timing_s/step"] = s.now().Sub(stepStart).Seconds()
 		if err := s.rec.record(step, m); err != nil {
 			return err
 		}
+		if testHookRecorded != nil {
+			testHookRecorded(step)
+		}
 		done++
-		fmt.Fprintln(s.console, progressLine(step, c.Run.Steps, time.Since(stepStart), time.Since(start)/time.Duration(done), m))
+		fmt.Fprintln(s.console, progressLine(step, c.Run.Steps, s.now().Sub(stepStart), s.now().Sub(start)/time.Duration(done), m))
 		if c.Checkpoint.Every > 0 && step%c.Checkpoint.Every == 0 {
-			if err := s.checkpoint(); err != nil {
+			if err := s.checkpoint(ctx); err != nil {
 				return err
 			}
 		}
@@ -367,114 +410,45 @@ func (s *session) loop(ctx context.Context) error {
 	return nil
 }
 
+// testHookRecorded, when set by a test, runs after each step's metrics are
+// written and before its checkpoint (a test kills the process there).
+var testHookRecorded func(step int)
+
+// metrics is one step's metrics.
+type metrics map[string]float64
+
+func (m metrics) add(more map[string]float64) {
+	for k, v := range more {
+		m[k] = v
+	}
+}
+
 // step runs one RL step and returns its metrics. The state advances only
 // when the step completes, so an interrupted step is redone on resume.
 func (s *session) step(ctx context.Context) (map[string]float64, error) {
 	c := s.cfg
 	step := s.state.Step + 1
-	m := map[string]float64{}
+	m := metrics{}
 
-	t0 := time.Now()
-	seeds, next, err := s.nextSeeds(s.state.NextTrainSeed, c.Run.Groups)
+	batch, next, err := s.collect(ctx, step, m)
 	if err != nil {
 		return nil, err
 	}
-	trajs, err := s.engine.Run(ctx, seeds, c.Run.GroupSize, stepSeed(c.Run.Seed, step, 1))
+	ok, failed := batch.WithoutFailedGroups()
+	m["rollout/failed_groups"] = float64(failed)
+	kept, err := s.filter(ok, m)
 	if err != nil {
 		return nil, err
 	}
-	m["timing_s/rollout"] = time.Since(t0).Seconds()
-	for k, v := range rollout.Metrics("train", trajs, c.Run.GroupSize) {
-		m[k] = v
-	}
-
-	if c.Collapse.Every > 0 && (step == 1 || step%c.Collapse.Every == 0) {
-		cm, err := collapseMetrics(ctx, s.pol, trajs, c.Collapse, s.state.CollapseEMA, rand.New(rand.NewPCG(stepSeed(c.Run.Seed, step, 3), 0)))
-		if err != nil {
-			return nil, fmt.Errorf("collapse metrics: %w", err)
-		}
-		for k, v := range cm {
-			m[k] = v
-		}
-	}
-
-	if c.Filter.DynamicSampling {
-		var dm map[string]float64
-		if trajs, next, dm, err = s.dynamicSampling(ctx, step, trajs, next); err != nil {
+	if len(kept.Trajectories) > 0 {
+		t1 := s.now()
+		if err := s.update(ctx, step, kept, m); err != nil {
 			return nil, err
 		}
-		for k, v := range dm {
-			m[k] = v
-		}
+		m["timing_s/update"] = s.now().Sub(t1).Seconds()
 	}
-
-	// Groups with a failed trajectory are left out whole: their reward
-	// spread would be computed from a partial group.
-	scores := make([]float64, len(trajs))
-	groupOK := make([]bool, len(trajs)/c.Run.GroupSize)
-	for g := range groupOK {
-		groupOK[g] = true
-	}
-	for i, tr := range trajs {
-		scores[i] = tr.Score
-		if tr.Err != "" {
-			groupOK[tr.Group] = false
-		}
-	}
-	groups, err := algos.ContiguousGroups(len(trajs), c.Run.GroupSize)
-	if err != nil {
-		return nil, err
-	}
-	var okGroups algos.Groups
-	for g, members := range groups {
-		if groupOK[g] {
-			okGroups = append(okGroups, members)
-		}
-	}
-	m["rollout/failed_groups"] = float64(len(groups) - len(okGroups))
-	filt := algos.FilterResult{Empty: true}
-	if len(okGroups) > 0 {
-		if filt, err = algos.FilterGroups(c.Filter.FilterConfig, scores, okGroups); err != nil {
-			return nil, fmt.Errorf("filter: %w", err)
-		}
-		for k, v := range filt.Metrics() {
-			m[k] = v
-		}
-	}
-	if reason, err := s.state.EarlyStop.Observe(filt.Empty, meanStd(filt)); err != nil {
-		return nil, err
-	} else if reason != "" {
-		s.state.Stopped = reason
-	}
-	for k, v := range s.state.EarlyStop.Metrics() {
-		m[k] = v
-	}
-
-	var kept []rollout.Trajectory
-	var keptGroups algos.Groups
-	for _, g := range filt.Kept {
-		var members []int
-		for _, i := range okGroups[g] {
-			members = append(members, len(kept))
-			kept = append(kept, trajs[i])
-		}
-		keptGroups = append(keptGroups, members)
-	}
-
-	if len(kept) > 0 {
-		t1 := time.Now()
-		um, err := s.update(ctx, step, kept, keptGroups)
-		if err != nil {
-			return nil, err
-		}
-		for k, v := range um {
-			m[k] = v
-		}
-		m["timing_s/update"] = time.Since(t1).Seconds()
-	}
-
 	if c.Run.TranscriptsEvery > 0 && step%c.Run.TranscriptsEvery == 0 {
-		if err := s.rec.transcripts(step, "train", trajs, 4); err != nil {
+		if err := s.rec.transcripts(step, "train", batch.Trajectories, 4); err != nil {
 			return nil, err
 		}
 	}
@@ -482,38 +456,79 @@ func (s *session) step(ctx context.Context) (map[string]float64, error) {
 	return m, nil
 }
 
+// collect samples the step's groups, computes the collapse metrics on
+// them, and with dynamic sampling refills the batch. It returns the batch
+// and the next training seed.
+func (s *session) collect(ctx context.Context, step int, m metrics) (Batch, uint64, error) {
+	c := s.cfg
+	t0 := s.now()
+	seeds, next, err := s.nextSeeds(s.state.NextTrainSeed, c.Run.Groups)
+	if err != nil {
+		return Batch{}, 0, err
+	}
+	trajs, err := s.engine.Run(ctx, seeds, c.Run.GroupSize, stepSeed(c.Run.Seed, step, 1))
+	if err != nil {
+		return Batch{}, 0, err
+	}
+	m["timing_s/rollout"] = s.now().Sub(t0).Seconds()
+	m.add(rollout.Metrics("train", trajs, c.Run.GroupSize))
+	batch := newBatch(trajs)
+	if c.Collapse.Every > 0 && (step == 1 || step%c.Collapse.Every == 0) {
+		cm, err := collapseMetrics(ctx, s.learner.Policy(), trajs, c.Collapse, s.state.CollapseEMA, rand.New(rand.NewPCG(stepSeed(c.Run.Seed, step, 3), 0)))
+		if err != nil {
+			return Batch{}, 0, fmt.Errorf("collapse metrics: %w", err)
+		}
+		m.add(cm)
+	}
+	if c.Filter.DynamicSampling {
+		if batch, next, err = s.dynamicSampling(ctx, step, batch, next, m); err != nil {
+			return Batch{}, 0, err
+		}
+	}
+	return batch, next, nil
+}
+
+// filter applies the SNR-aware filter to the groups of b, feeds the early
+// stops, and returns the kept groups.
+func (s *session) filter(b Batch, m metrics) (Batch, error) {
+	filt := algos.FilterResult{Empty: true}
+	if len(b.Groups) > 0 {
+		var err error
+		if filt, err = algos.FilterGroups(s.cfg.Filter.FilterConfig, b.Scores(), b.Groups); err != nil {
+			return Batch{}, fmt.Errorf("filter: %w", err)
+		}
+		m.add(filt.Metrics())
+	}
+	reason, err := s.state.EarlyStop.Observe(filt.Empty, meanStd(filt))
+	if err != nil {
+		return Batch{}, err
+	}
+	if reason != "" {
+		s.state.Stopped = reason
+	}
+	m.add(s.state.EarlyStop.Metrics())
+	return b.Select(filt.Kept), nil
+}
+
 // dynamicSampling is DAPO's dynamic sampling: it drops the groups whose
 // samples all scored the same and samples fresh groups (new levels) to
 // refill the batch to run.groups, for at most filter.max_sample_rounds
-// rounds. The returned trajectories hold whole groups, renumbered 0..n-1.
-func (s *session) dynamicSampling(ctx context.Context, step int, trajs []rollout.Trajectory, next uint64) ([]rollout.Trajectory, uint64, map[string]float64, error) {
+// rounds.
+func (s *session) dynamicSampling(ctx context.Context, step int, b Batch, next uint64, m metrics) (Batch, uint64, error) {
 	c := s.cfg
-	k := c.Run.GroupSize
-	var out []rollout.Trajectory
+	var out Batch
 	dropped, rounds := 0, 0
 	for {
-		scores := make([]float64, len(trajs))
-		for i, tr := range trajs {
-			scores[i] = tr.Score
-		}
-		groups, err := algos.ContiguousGroups(len(trajs), k)
+		r, err := algos.DynamicSampling(b.Scores(), b.Groups, len(out.Groups), c.Run.Groups)
 		if err != nil {
-			return nil, 0, nil, err
-		}
-		r, err := algos.DynamicSampling(scores, groups, len(out)/k, c.Run.Groups)
-		if err != nil {
-			return nil, 0, nil, err
+			return Batch{}, 0, err
 		}
 		dropped += r.ZeroVarianceCount
 		for _, g := range r.Kept {
-			if len(out)/k == c.Run.Groups {
+			if len(out.Groups) == c.Run.Groups {
 				break
 			}
-			for _, i := range groups[g] {
-				tr := trajs[i]
-				tr.Group = len(out) / k
-				out = append(out, tr)
-			}
+			out.addGroup(b.group(g))
 		}
 		rounds++
 		if r.NeedGroups == 0 || rounds >= c.Filter.MaxSampleRounds {
@@ -521,88 +536,66 @@ func (s *session) dynamicSampling(ctx context.Context, step int, trajs []rollout
 		}
 		seeds, n, err := s.nextSeeds(next, r.NeedGroups)
 		if err != nil {
-			return nil, 0, nil, err
+			return Batch{}, 0, err
 		}
 		next = n
-		if trajs, err = s.engine.Run(ctx, seeds, k, stepSeed(c.Run.Seed, step, 16+uint64(rounds))); err != nil {
-			return nil, 0, nil, err
+		trajs, err := s.engine.Run(ctx, seeds, c.Run.GroupSize, stepSeed(c.Run.Seed, step, 16+uint64(rounds)))
+		if err != nil {
+			return Batch{}, 0, err
 		}
+		b = newBatch(trajs)
 	}
-	return out, next, map[string]float64{
-		"rollout/dynamic_sampling_rounds":  float64(rounds),
-		"rollout/dynamic_sampling_dropped": float64(dropped),
-		"rollout/dynamic_sampling_groups":  float64(len(out) / k),
-	}, nil
+	m["rollout/dynamic_sampling_rounds"] = float64(rounds)
+	m["rollout/dynamic_sampling_dropped"] = float64(dropped)
+	m["rollout/dynamic_sampling_groups"] = float64(len(out.Groups))
+	return out, next, nil
 }
 
-// update computes advantages for the kept trajectories and trains on them.
-func (s *session) update(ctx context.Context, step int, kept []rollout.Trajectory, groups algos.Groups) (map[string]float64, error) {
+// update trains the learner on the kept groups: values and reference
+// log-probs, advantages, then the optimizer steps.
+func (s *session) update(ctx context.Context, step int, kept Batch, m metrics) error {
 	c := s.cfg
-	seqs := newSequences(kept)
-	scores := make([]float64, len(seqs.tokens))
-	for i, ep := range seqs.episode {
-		scores[i] = kept[ep].Score
+	seqs := kept.Sequences()
+	if err := s.learner.Prepare(ctx, seqs); err != nil {
+		return err
 	}
-	in := algos.AdvantageInput{Scores: scores, Groups: groups, Mask: seqs.mask, OldLogProb: seqs.oldLP}
-	if s.learn.critic != nil {
-		v, err := forwardNoGrad(ctx, s.learn.critic, seqs, c.Algo.MiniBatch, func(o *native.Outputs) [][]float32 { return o.Value })
-		if err != nil {
-			return nil, err
-		}
-		in.Values, seqs.oldV = v, v
+	in := algos.AdvantageInput{Scores: kept.Scores(), Groups: kept.Groups, Mask: seqs.Mask,
+		OldLogProb: seqs.OldLogProb, RefLogProb: seqs.RefLogProb, Values: seqs.OldValues}
+	if seqs.Len() != len(kept.Trajectories) {
+		in.Episode = seqs.Episode // a history window: one sequence per turn
 	}
-	if c.Algo.UseKLInReward {
-		if s.learn.ref == nil {
-			return nil, errors.New("algo.use_kl_in_reward needs a reference model (set algo.use_kl_loss or a positive kl_coef)")
-		}
-		ref, err := forwardNoGrad(ctx, s.learn.ref, seqs, c.Algo.MiniBatch, func(o *native.Outputs) [][]float32 { return o.LogProb })
-		if err != nil {
-			return nil, err
-		}
-		in.RefLogProb = ref
-	}
-	var adv, ret [][]float64
 	var err error
-	if len(seqs.tokens) != len(kept) && !c.Algo.UsesTokenEstimator() {
-		// A history window splits episodes into per-turn sequences; group
-		// estimators still count each episode once (RAGEN), so they run on
-		// one row per episode and the advantage is spread to its turns.
-		adv, ret, err = episodeAdvantages(c.Algo.Preset, kept, groups, seqs)
-	} else {
-		adv, ret, err = c.Algo.Advantages(in)
+	if seqs.Advantages, seqs.Returns, err = c.Algo.Advantages(in); err != nil {
+		return fmt.Errorf("advantages: %w", err)
 	}
+	st, err := s.learner.Update(ctx, seqs, UpdateOptions{LR: s.sched.LR(step - 1), CriticLR: c.Algo.CriticLR, Seed: stepSeed(c.Run.Seed, step, 2)})
 	if err != nil {
-		return nil, fmt.Errorf("advantages: %w", err)
+		return err
 	}
-	seqs.adv, seqs.ret = adv, ret
-	lr := s.sched.LR(step - 1)
-	st, err := s.learn.update(ctx, seqs, lr, c.Algo.CriticLR, rand.New(rand.NewPCG(stepSeed(c.Run.Seed, step, 2), 0)))
-	if err != nil {
-		return nil, err
-	}
-	if st.skipped > 0 {
+	if st.Skipped > 0 {
 		s.state.NaNStreak++
-		s.log.Warn("non-finite loss or gradient: updates skipped", "step", step, "skipped", st.skipped, "of", st.miniBatches)
+		s.log.Warn("non-finite loss or gradient: updates skipped", "step", step, "skipped", st.Skipped, "of", st.MiniBatches)
 		if s.state.NaNStreak >= c.Run.NaNStopStreak {
 			s.state.Stopped = fmt.Sprintf("%d consecutive steps with non-finite losses", s.state.NaNStreak)
 		}
 	} else {
 		s.state.NaNStreak = 0
 	}
-	st.metrics["actor/kept_trajectories"] = float64(len(kept))
-	return st.metrics, nil
+	m.add(st.Metrics)
+	m["actor/kept_trajectories"] = float64(len(kept.Trajectories))
+	return nil
 }
 
 // validate plays every validation level once.
 func (s *session) validate(ctx context.Context) (map[string]float64, error) {
-	t0 := time.Now()
+	t0 := s.now()
 	trajs, err := s.valEng.Run(ctx, s.valSeeds, 1, stepSeed(s.cfg.Run.Seed, s.state.Step, 4))
 	if err != nil {
 		return nil, err
 	}
 	m := rollout.Metrics("val-env", trajs, 1)
 	m["val-env/random_success"] = s.state.RandomValSuccess
-	m["timing_s/validation"] = time.Since(t0).Seconds()
+	m["timing_s/validation"] = s.now().Sub(t0).Seconds()
 	if err := s.rec.transcripts(s.state.Step, "val", trajs, 4); err != nil {
 		return nil, err
 	}
@@ -658,36 +651,4 @@ func (r randomChat) Chat(_ context.Context, _ []policy.Message, sp policy.Sampli
 		return "<think></think>" + answer, nil
 	}
 	return answer, nil
-}
-
-// episodeAdvantages runs a group estimator on one row per episode and
-// broadcasts each episode's advantage to the masked tokens of its sequences.
-//
-// Each sequence's advantage is also scaled by (sequences/episodes)/turns
-// of its episode, so that every episode carries the same total weight, as
-// it does when the whole conversation is one sequence. Without it, failed
-// episodes (which run to the turn limit) outweigh short successful ones
-// several times over, and the negative advantage they spread over the
-// shared format and reasoning tokens drags those down.
-func episodeAdvantages(p algos.Preset, kept []rollout.Trajectory, groups algos.Groups, seqs *sequences) (adv, ret [][]float64, err error) {
-	in := algos.AdvantageInput{Groups: groups, Mask: make([][]bool, len(kept))}
-	for i := range kept {
-		in.Scores = append(in.Scores, kept[i].Score)
-		in.Mask[i] = []bool{true}
-	}
-	perEpisode, _, err := p.Advantages(in)
-	if err != nil {
-		return nil, nil, err
-	}
-	turns := make([]int, len(kept))
-	for _, ep := range seqs.episode {
-		turns[ep]++
-	}
-	balance := float64(len(seqs.episode)) / float64(len(kept))
-	values := make([]float64, len(seqs.episode))
-	for i, ep := range seqs.episode {
-		values[i] = perEpisode[ep][0] * balance / float64(turns[ep])
-	}
-	adv, err = algos.BroadcastToTokens(values, seqs.mask)
-	return adv, adv, err
 }

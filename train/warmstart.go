@@ -43,7 +43,7 @@ func (t *Trainer) warmStartKey() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(&b, "v1|env=%s|%s|rollout=%+v|model=%+v|warm=%+v|seed=%d|val=%+v|",
+	fmt.Fprintf(&b, "v2|env=%s|%s|rollout=%+v|model=%+v|warm=%+v|seed=%d|val=%+v|",
 		c.Env.Name, envYAML, c.Rollout, c.Model, c.WarmStart, c.Run.Seed, c.Validation)
 	sum := sha256.Sum256(b.Bytes())
 	return hex.EncodeToString(sum[:8]), nil
@@ -91,7 +91,7 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 	if !c.WarmStart.Enabled {
 		seeds = seeds[:min(len(seeds), 200)] // enough text to train the tokenizer
 	}
-	start := time.Now()
+	start := t.now()
 	perturb := c.WarmStart.Perturb
 	if !c.WarmStart.Enabled {
 		perturb = 0
@@ -119,9 +119,9 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 		return nil, fmt.Errorf("warm start: tokenizer: %w", err)
 	}
 	t.log.Info("warm start: demonstrations", "episodes", len(demos), "success", float64(succeeded)/float64(len(demos)),
-		"vocab", tok.VocabSize(), "elapsed", time.Since(start).Round(time.Millisecond))
+		"vocab", tok.VocabSize(), "elapsed", t.now().Sub(start).Round(time.Millisecond))
 
-	model, err := native.New(t.modelConfig(tok.VocabSize(), false), c.Run.Seed)
+	model, err := native.New(t.modelConfig(tok.VocabSize()), c.Run.Seed)
 	if err != nil {
 		return nil, err
 	}
@@ -142,11 +142,14 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 }
 
 // supervise trains model to reproduce the assistant turns of the
-// demonstrations (masked cross-entropy, token mean).
+// demonstrations: warm_start.steps optimizer steps of the masked
+// cross-entropy (algos.SFTLoss, token-mean), through the same step as RL
+// updates (nativeStep). The budget is a step count, so the result does not
+// depend on the machine; warm_start.max_duration, if set, may cut it short
+// and says so.
 func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *tokenizer.Tokenizer, demos []rollout.Trajectory) error {
 	c := t.cfg.WarmStart
-	var seqs [][]int
-	var masks [][]bool
+	all := &Sequences{}
 	for _, d := range demos {
 		for _, msgs := range trainingConversations(d.Messages, t.cfg.Rollout.HistoryWindow) {
 			r, err := tok.RenderTraining(msgs)
@@ -163,73 +166,53 @@ func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *token
 					r.AssistantMask[i] = false
 				}
 			}
-			seqs, masks = append(seqs, r.IDs), append(masks, r.AssistantMask)
+			r.AssistantMask[0] = false // no context to predict the first token from
+			all.Tokens, all.Mask = append(all.Tokens, r.IDs), append(all.Mask, r.AssistantMask)
 		}
 	}
-	if len(seqs) == 0 {
+	if all.Len() == 0 {
 		return fmt.Errorf("warm start: every demonstration is longer than model.max_seq %d", model.Config().MaxSeq)
 	}
 	opt := native.NewAdamW(model, 0.9, 0.95, 1e-8, 0)
 	sched := native.Schedule{Peak: c.LR, Min: c.LR, Warmup: 30}
 	rng := rand.New(rand.NewPCG(t.cfg.Run.Seed, 0x5f7))
-	start, lastLog := time.Now(), time.Now()
+	start := t.now()
+	lastLog := start
 	var lossSum float64
-	var lossN int
+	var lossN, skipped int
 	step := 0
-	for ; step < c.Steps && (c.Duration <= 0 || time.Since(start) < c.Duration); step++ {
+	for ; step < c.Steps; step++ {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		batch := native.Batch{}
-		tokens := 0
-		for range c.Batch {
-			i := rng.IntN(len(seqs))
-			batch.Tokens, batch.Mask = append(batch.Tokens, seqs[i]), append(batch.Mask, masks[i])
-			for _, m := range masks[i][1:] {
-				if m {
-					tokens++
-				}
-			}
+		if c.MaxDuration > 0 && t.now().Sub(start) >= c.MaxDuration {
+			t.log.Warn("warm start: warm_start.max_duration reached before warm_start.steps; "+
+				"the starting model now depends on this machine's speed", "steps", step, "of", c.Steps, "max_duration", c.MaxDuration)
+			break
 		}
-		out, err := model.Forward(ctx, batch)
+		idx := make([]int, c.Batch)
+		for i := range idx {
+			idx[i] = rng.IntN(all.Len())
+		}
+		mb := all.Subset(idx)
+		m, ok, err := nativeStep(ctx, model, opt, mb, 1, sched.LR(step), "sft", sftLoss(mb))
 		if err != nil {
 			return err
 		}
-		grads := make([][]float32, len(batch.Tokens))
-		var loss float64
-		for b := range batch.Tokens {
-			grads[b] = make([]float32, len(batch.Tokens[b]))
-			for p, m := range batch.Mask[b] {
-				if m && p > 0 {
-					loss -= float64(out.LogProb[b][p])
-					grads[b][p] = -1 / float32(tokens)
-				}
-			}
-		}
-		loss /= float64(tokens)
-		if !finite(loss) {
-			t.log.Warn("warm start: non-finite loss, step skipped", "step", step)
+		if !ok {
+			skipped++
+			t.log.Warn("warm start: non-finite loss or gradient, step skipped", "step", step)
 			continue
 		}
-		model.ZeroGrad()
-		if err := model.Backward(ctx, native.OutputGrads{LogProb: grads}); err != nil {
-			return err
-		}
-		if norm := native.ClipGradNorm(model, 1); !finite(norm) {
-			continue
-		}
-		if err := opt.Update(model, float32(sched.LR(step))); err != nil {
-			return err
-		}
-		lossSum += loss
+		lossSum += m["sft/loss"]
 		lossN++
-		if time.Since(lastLog) > 15*time.Second {
-			t.log.Info("warm start: training", "step", step, "loss", lossSum/float64(lossN),
-				"elapsed", time.Since(start).Round(time.Second), "budget", c.Duration)
-			lastLog, lossSum, lossN = time.Now(), 0, 0
+		if now := t.now(); now.Sub(lastLog) > 15*time.Second {
+			t.log.Info("warm start: training", "step", step, "of", c.Steps, "loss", lossSum/float64(lossN),
+				"elapsed", now.Sub(start).Round(time.Second))
+			lastLog, lossSum, lossN = now, 0, 0
 		}
 	}
-	t.log.Info("warm start: done", "steps", step, "sequences", len(seqs), "elapsed", time.Since(start).Round(time.Second))
+	t.log.Info("warm start: done", "steps", step, "skipped", skipped, "sequences", all.Len(), "elapsed", t.now().Sub(start).Round(time.Second))
 	return nil
 }
 

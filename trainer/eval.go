@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/internal/stats"
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/policy/local"
 	"github.com/agentrl/agentrl/policy/openaichat"
@@ -106,7 +106,7 @@ func runEval(ctx context.Context, args []string, s stdio) error {
 		return err
 	}
 	m := rollout.Metrics("eval", trajs, 1)
-	lo, hi := wilson(m["eval/success"], len(trajs))
+	lo, hi := stats.Wilson(m["eval/success"], len(trajs))
 	fmt.Fprintf(s.out, "episodes %d  success %.3f (95%% CI %.3f-%.3f)  mean return %.3f  format-valid %.3f  failed %d\n",
 		len(trajs), m["eval/success"], lo, hi, m["eval/score"], m["eval/format_ok"], int(m["eval/failed"]))
 	if *out != "" {
@@ -117,16 +117,6 @@ func runEval(ctx context.Context, args []string, s stdio) error {
 		fmt.Fprintf(s.out, "transcripts: %s\n", filepath.Join(*out, "transcripts.jsonl"))
 	}
 	return nil
-}
-
-// wilson is the Wilson score interval (95%) for a success rate p over n trials.
-func wilson(p float64, n int) (lo, hi float64) {
-	const z = 1.959963984540054
-	nf := float64(n)
-	den := 1 + z*z/nf
-	center := (p + z*z/(2*nf)) / den
-	half := z * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf)) / den
-	return math.Max(0, center-half), math.Min(1, center+half)
 }
 
 // transcript is one line of transcripts.jsonl.

@@ -73,13 +73,3 @@ func TestEvalUsage(t *testing.T) {
 		}
 	}
 }
-
-func TestWilson(t *testing.T) {
-	lo, hi := wilson(0.5, 100)
-	if lo < 0.40 || lo > 0.41 || hi < 0.59 || hi > 0.60 {
-		t.Errorf("wilson(0.5, 100) = %v, %v; want about 0.404, 0.596", lo, hi)
-	}
-	if lo, hi := wilson(0, 10); lo != 0 || hi < 0.27 || hi > 0.28 {
-		t.Errorf("wilson(0, 10) = %v, %v; want 0, about 0.278", lo, hi)
-	}
-}

@@ -42,7 +42,7 @@ func runTrain(ctx context.Context, args []string, s stdio) error {
 		fmt.Fprint(s.out, y)
 		return nil
 	}
-	t, err := train.New(cfg, train.Options{Logger: slog.New(slog.NewTextHandler(s.err, nil)), Console: s.out})
+	t, err := train.New(cfg, train.Options{Logger: slog.New(slog.NewTextHandler(s.err, nil)), Console: s.out, ConfigPath: *configPath})
 	if err != nil {
 		return err
 	}

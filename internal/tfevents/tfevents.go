@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -37,28 +38,164 @@ type Writer struct {
 	now func() time.Time
 }
 
+// filePrefix starts the name of every event file (TensorBoard reads any
+// file whose name contains "tfevents").
+const filePrefix = "events.out.tfevents."
+
 // Create starts a new event file in dir, named as TensorBoard expects.
 func Create(dir string) (*Writer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	return create(filepath.Join(dir, newName()))
+}
+
+func newName() string {
 	host, _ := os.Hostname()
 	if host == "" {
 		host = "localhost"
 	}
-	name := fmt.Sprintf("events.out.tfevents.%d.%s", time.Now().Unix(), host)
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	return fmt.Sprintf("%s%d.%s.%d", filePrefix, time.Now().Unix(), host, os.Getpid())
+}
+
+func create(path string) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	w := &Writer{f: f, w: bufio.NewWriter(f), now: time.Now}
-	ev := appendDouble(nil, 1, w.wallTime())
-	ev = appendBytes(ev, 3, []byte("brain.Event:2"))
-	if err := w.record(ev); err != nil {
+	if err := w.record(versionEvent(w.wallTime())); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return w, w.w.Flush()
+}
+
+func versionEvent(wall float64) []byte {
+	ev := appendDouble(nil, 1, wall)
+	return appendBytes(ev, 3, []byte("brain.Event:2"))
+}
+
+// Resume continues the event files of dir after a run restarted from step
+// maxStep: it merges every event file of dir into one, keeping the events
+// of steps ≤ maxStep (maxStep < 0 keeps none) once each, in step order,
+// with their original wall times, and returns a Writer that appends to
+// it. A torn record at the end of a file (a process killed mid-write) and
+// everything after it are dropped. The merged file replaces the first
+// existing file atomically (write, fsync, rename) before the others are
+// removed, so a crash midway leaves files that the next Resume merges the
+// same way.
+func Resume(dir string, maxStep int64) (*Writer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasPrefix(e.Name(), filePrefix) {
+			files = append(files, e.Name())
+		}
+	}
+	if len(files) == 0 {
+		return Create(dir)
+	}
+	sort.Strings(files)
+	var version []byte
+	byStep := map[int64][]byte{}
+	for _, name := range files {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		for _, rec := range readRecords(data) {
+			ev, err := decodeEvent(rec)
+			if err != nil {
+				break
+			}
+			switch {
+			case ev.Version != "":
+				if version == nil {
+					version = rec
+				}
+			case ev.Step <= maxStep:
+				if _, dup := byStep[ev.Step]; !dup {
+					byStep[ev.Step] = rec
+				}
+			}
+		}
+	}
+	steps := make([]int64, 0, len(byStep))
+	for st := range byStep {
+		steps = append(steps, st)
+	}
+	sort.Slice(steps, func(i, j int) bool { return steps[i] < steps[j] })
+
+	target := filepath.Join(dir, files[0])
+	tmp, err := os.CreateTemp(dir, ".tmp-events-")
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{f: tmp, w: bufio.NewWriter(tmp), now: time.Now}
+	if version == nil {
+		version = versionEvent(w.wallTime())
+	}
+	err = w.record(version)
+	for _, st := range steps {
+		if err == nil {
+			err = w.record(byStep[st])
+		}
+	}
+	if err == nil {
+		err = w.w.Flush()
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), target)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return nil, err
+	}
+	for _, name := range files[1:] {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			return nil, err
+		}
+	}
+	f, err := os.OpenFile(target, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{f: f, w: bufio.NewWriter(f), now: time.Now}, nil
+}
+
+// readRecords returns the data of every intact record of a file, stopping
+// at the first torn or corrupt one.
+func readRecords(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) >= 12 {
+		if maskedCRC(b[:8]) != binary.LittleEndian.Uint32(b[8:12]) {
+			break
+		}
+		n := binary.LittleEndian.Uint64(b[:8])
+		if n > uint64(len(b)-12) || uint64(len(b)-12)-n < 4 {
+			break
+		}
+		data := b[12 : 12+n]
+		if maskedCRC(data) != binary.LittleEndian.Uint32(b[12+n:16+n]) {
+			break
+		}
+		out = append(out, data)
+		b = b[16+n:]
+	}
+	return out
 }
 
 func (w *Writer) wallTime() float64 {

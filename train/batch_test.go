@@ -1,0 +1,162 @@
+package train
+
+import (
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/agentrl/agentrl/rollout"
+)
+
+// traj is a trajectory of one sequence: prompt token 1, reply tokens 2, 3.
+func traj(group int, score float64, failed bool) rollout.Trajectory {
+	tr := rollout.Trajectory{Group: group, Score: score, Tokens: []int{1, 2, 3},
+		LossMask: []bool{false, true, true}, LogProbs: []float64{0, -0.5, -0.25},
+		Turns: []rollout.Turn{{ReplyStart: 1, ReplyEnd: 3}}}
+	if failed {
+		tr.Err = "env: boom"
+	}
+	return tr
+}
+
+func TestBatchDropsFailedGroupsAndSelects(t *testing.T) {
+	var trajs []rollout.Trajectory
+	for g, scores := range [][]float64{{1, 0}, {2, 3}, {4, 5}} {
+		for i, sc := range scores {
+			trajs = append(trajs, traj(g, sc, g == 1 && i == 1))
+		}
+	}
+	b := newBatch(trajs)
+	if len(b.Groups) != 3 || !slices.Equal(b.Groups[2], []int{4, 5}) {
+		t.Fatalf("groups %v", b.Groups)
+	}
+	ok, dropped := b.WithoutFailedGroups()
+	if dropped != 1 || len(ok.Groups) != 2 || !slices.Equal(ok.Scores(), []float64{1, 0, 4, 5}) {
+		t.Fatalf("without failed: dropped %d, groups %v, scores %v", dropped, ok.Groups, ok.Scores())
+	}
+	// The filter's group indices refer to ok's groups: keeping group 1 of
+	// ok keeps the original group 2, renumbered 0, trajectories contiguous.
+	kept := ok.Select([]int{1})
+	if !slices.Equal(kept.Scores(), []float64{4, 5}) || !slices.Equal(kept.Groups[0], []int{0, 1}) || kept.Trajectories[1].Group != 0 {
+		t.Errorf("selected %v %v group field %d", kept.Scores(), kept.Groups, kept.Trajectories[1].Group)
+	}
+	if len(b.Trajectories) != 6 || b.Trajectories[4].Group != 2 {
+		t.Error("selecting changed the original batch")
+	}
+	seqs := kept.Sequences()
+	if seqs.Len() != 2 || !slices.Equal(seqs.Episode, []int{0, 1}) || seqs.OldLogProb[1][2] != -0.25 || !seqs.Mask[0][1] {
+		t.Errorf("sequences %+v", seqs)
+	}
+	sub := seqs.Subset([]int{1})
+	if sub.Len() != 1 || sub.Episode[0] != 1 || sub.Advantages != nil {
+		t.Errorf("subset %+v", sub)
+	}
+	empty, _ := newBatch(nil).WithoutFailedGroups()
+	if len(empty.Trajectories) != 0 || empty.Sequences().Len() != 0 {
+		t.Error("empty batch")
+	}
+}
+
+func TestIdentityKeysAndMismatch(t *testing.T) {
+	a, err := Parse(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Scheduling and reporting settings do not change the run's identity.
+	b, err := Parse(nil, []string{"run.steps=999", "run.out=elsewhere", "checkpoint.every=3", "validation.every=5",
+		"collapse.every=0", "warm_start.cache_dir=/tmp/x", "run.transcripts_every=0", "rollout.concurrency=1",
+		"env.config.dim_x=6"}) // the environment's default, spelled out
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity := func(c Config) runIdentity {
+		t.Helper()
+		tr, err := New(c, quietOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := tr.identity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	ia, ib := identity(a), identity(b)
+	if ia.ConfigHash != ib.ConfigHash || ia.mismatch(ib, "d") != nil {
+		t.Errorf("scheduling settings changed the identity: %v", ia.mismatch(ib, "d"))
+	}
+	for _, key := range []string{"algo.lr", "model.d_model", "env.config.dim_x", "warm_start.steps", "validation.levels", "run.seed"} {
+		if _, ok := ia.Config[key]; !ok {
+			t.Errorf("identity lacks %s: %v", key, slices.Sorted(maps.Keys(ia.Config)))
+		}
+	}
+	c, _ := Parse(nil, []string{"algo.lr=1e-3", "model.d_model=128"})
+	ic := identity(c)
+	err = ic.mismatch(ia, "runs/x")
+	if !errors.Is(err, ErrRunMismatch) {
+		t.Fatalf("different lr and width: %v", err)
+	}
+	for _, want := range []string{"algo.lr: 0.0005 there, 0.001 here", "model.d_model: 64 there, 128 here", "runs/x"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("mismatch error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestTrimMetricsAndTranscripts(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, metricsFile)
+	rows := `{"step":0,"a":1}` + "\n" + `{"step":1,"a":2}` + "\n" + `{"step":2,"a":3}` + "\n" + `{"step":3,"a"`
+	if err := os.WriteFile(path, []byte(rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := trimMetrics(path, 1); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	if string(got) != `{"step":0,"a":1}`+"\n"+`{"step":1,"a":2}`+"\n" {
+		t.Errorf("trimmed metrics %q", got)
+	}
+	td := filepath.Join(dir, transcriptsDir)
+	os.MkdirAll(td, 0o755)
+	for _, name := range []string{transcriptName("train", 2), transcriptName("val", 10), transcriptName("val", 11), "notes.txt"} {
+		os.WriteFile(filepath.Join(td, name), nil, 0o644)
+	}
+	if err := trimTranscripts(td, 10); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(td)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !slices.Equal(names, []string{"notes.txt", "train-step00002.txt", "val-step00010.txt"}) {
+		t.Errorf("transcripts left: %v", names)
+	}
+}
+
+func TestConfigChecksKLAndWarmStartKeys(t *testing.T) {
+	_, err := Parse([]byte("algo:\n  use_kl_in_reward: true\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "algo.use_kl_in_reward") || !strings.Contains(err.Error(), "history_window") {
+		t.Errorf("KL in reward with a windowed group estimator: %v", err)
+	}
+	cfg, err := Parse([]byte("algo:\n  use_kl_in_reward: true\n  kl_coef: 0.1\nrollout:\n  history_window: 0\n"), nil)
+	if err != nil || !cfg.needsReference() {
+		t.Errorf("KL in reward over whole conversations: %v, reference %v", err, cfg.needsReference())
+	}
+	_, err = Parse([]byte("warm_start:\n  duration: 100s\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "warm_start.steps") {
+		t.Errorf("the old warm_start.duration key: %v", err)
+	}
+	if _, err = Parse([]byte("warm_start:\n  steps: 0\n"), nil); err == nil || !strings.Contains(err.Error(), "warm_start.steps") {
+		t.Errorf("zero warm-start steps: %v", err)
+	}
+	cfg, _ = Parse([]byte("filter:\n  variance_early_stop: true\n  empty_stop_steps: 7\n"), nil)
+	if es := cfg.earlyStop(); es.Patience == 0 || es.EmptyStopSteps != 7 {
+		t.Errorf("early-stop settings %+v", es)
+	}
+}

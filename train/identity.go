@@ -1,0 +1,244 @@
+package train
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// ErrRunMismatch is returned (wrapped, with the differences) when the run
+// directory holds a different run than the configuration describes.
+var ErrRunMismatch = errors.New("the run directory holds a different run")
+
+// identityFile records, at the top of a run directory, which run it holds;
+// checkpoints carry the same record.
+const identityFile = "run.json"
+
+// identityFormat versions the identity record.
+const identityFormat = 1
+
+// runIdentity says which run a directory holds: the environment, every
+// setting that changes what the run computes, and the model it trains.
+// Settings that only schedule or report (run.steps, run.out, checkpoint
+// and validation schedules, collapse metrics, transcripts, the warm-start
+// cache directory) are not part of it, so a finished run can be extended
+// with a larger run.steps and resumed.
+type runIdentity struct {
+	Format int    `json:"format"`
+	Env    string `json:"env"`
+	// ConfigHash is the SHA-256 of Config.
+	ConfigHash string `json:"config_hash"`
+	// Config holds the identifying settings as dotted keys.
+	Config map[string]string `json:"config"`
+	// Model is the trained model (set once it exists).
+	Model *ModelInfo `json:"model,omitempty"`
+}
+
+// identityKeys lists the identifying parts of a Config: whole sections,
+// or single keys of the others.
+var identityKeys = []string{
+	"env", "rollout", "model", "algo", "filter", "warm_start",
+	"run.seed", "run.groups", "run.group_size", "run.train_seed_base",
+	"validation.levels", "validation.seed_base", "validation.temperature",
+}
+
+// notIdentity are keys inside identifying sections that do not change
+// what the run computes: where the warm-start cache lives, and the rollout
+// engine's concurrency and timeouts (results do not depend on them).
+var notIdentity = map[string]bool{"warm_start.cache_dir": true, "rollout.concurrency": true,
+	"rollout.sample_timeout": true, "rollout.step_timeout": true}
+
+// identity computes the run identity of the trainer's configuration
+// (without the model). The environment's section is its resolved
+// configuration, defaults included, so spelling a default out does not
+// make a different run.
+func (t *Trainer) identity() (runIdentity, error) {
+	c := t.cfg
+	flat := map[string]string{}
+	if err := flattenYAML("", &c, flat); err != nil {
+		return runIdentity{}, err
+	}
+	for k := range flat {
+		if k == "env.config" || strings.HasPrefix(k, "env.config.") {
+			delete(flat, k)
+		}
+	}
+	if err := flattenYAML("env.config", t.factory.Config(), flat); err != nil {
+		return runIdentity{}, err
+	}
+	id := runIdentity{Format: identityFormat, Env: c.Env.Name, Config: map[string]string{}}
+	for k, v := range flat {
+		if notIdentity[k] {
+			continue
+		}
+		for _, want := range identityKeys {
+			if k == want || strings.HasPrefix(k, want+".") {
+				id.Config[k] = v
+				break
+			}
+		}
+	}
+	h := sha256.New()
+	for _, k := range slices.Sorted(maps.Keys(id.Config)) {
+		fmt.Fprintf(h, "%s=%s\n", k, id.Config[k])
+	}
+	id.ConfigHash = hex.EncodeToString(h.Sum(nil))
+	return id, nil
+}
+
+// flattenYAML writes the leaves of v's YAML form as dotted keys under
+// prefix.
+func flattenYAML(prefix string, v any, out map[string]string) error {
+	var doc yaml.Node
+	if err := doc.Encode(v); err != nil {
+		return err
+	}
+	var tree any
+	if err := doc.Decode(&tree); err != nil {
+		return err
+	}
+	flatten(prefix, tree, out)
+	return nil
+}
+
+// flatten writes the leaves of a decoded YAML tree as dotted keys.
+func flatten(prefix string, v any, out map[string]string) {
+	join := func(k string) string {
+		if prefix == "" {
+			return k
+		}
+		return prefix + "." + k
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			flatten(join(k), e, out)
+		}
+	case []any:
+		for i, e := range x {
+			flatten(join(fmt.Sprint(i)), e, out)
+		}
+	case nil:
+		out[prefix] = ""
+	default:
+		out[prefix] = fmt.Sprint(x)
+	}
+}
+
+// mismatch compares the identity recorded in a run directory with this
+// run's and returns nil when they describe the same run, or an error that
+// names every difference (at most ten, then a count) and the two ways out.
+func (id runIdentity) mismatch(recorded runIdentity, dir string) error {
+	var diffs []string
+	if recorded.Format != id.Format {
+		diffs = append(diffs, fmt.Sprintf("identity format: %d there, %d here", recorded.Format, id.Format))
+	}
+	all := maps.Clone(recorded.Config)
+	if all == nil {
+		all = map[string]string{}
+	}
+	maps.Copy(all, id.Config)
+	show := func(m map[string]string, k string) string {
+		v, ok := m[k]
+		if !ok {
+			return "(unset)"
+		}
+		if v == "" {
+			return `""`
+		}
+		return v
+	}
+	keys := slices.Sorted(maps.Keys(all))
+	// The environment first: when it differs, most other differences follow from it.
+	slices.SortStableFunc(keys, func(a, b string) int { return boolInt(b == "env.name") - boolInt(a == "env.name") })
+	for _, k := range keys {
+		a, aok := recorded.Config[k]
+		b, bok := id.Config[k]
+		if a != b || aok != bok {
+			diffs = append(diffs, fmt.Sprintf("%s: %s there, %s here", k, show(recorded.Config, k), show(id.Config, k)))
+		}
+	}
+	if len(diffs) == 0 {
+		return nil
+	}
+	const most = 10
+	if len(diffs) > most {
+		diffs = append(diffs[:most], fmt.Sprintf("and %d more", len(diffs)-most))
+	}
+	return fmt.Errorf("%w: %s was written by another run (env %s there, %s here):\n  %s\n"+
+		"Start this run elsewhere with -out DIR (or -set run.out=DIR), or replace the run in %s with -set checkpoint.resume=false",
+		ErrRunMismatch, dir, recorded.Env, id.Env, strings.Join(diffs, "\n  "), dir)
+}
+
+// readIdentity reads a recorded identity; ok is false when there is none.
+func readIdentity(path string) (runIdentity, bool, error) {
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return runIdentity{}, false, nil
+	}
+	if err != nil {
+		return runIdentity{}, false, err
+	}
+	var id runIdentity
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return runIdentity{}, false, fmt.Errorf("%s: %w", path, err)
+	}
+	return id, true, nil
+}
+
+// checkRunDir decides whether this run may use dir: it returns the
+// checkpoint directory to resume from ("" for a new run) or an error when
+// dir holds another run and resuming was asked for. It reads only.
+func (t *Trainer) checkRunDir(id runIdentity) (resumeFrom string, err error) {
+	dir := t.cfg.Run.Out
+	ckDir := filepath.Join(dir, checkpointsDir, latestCheckpoint)
+	if !t.cfg.Checkpoint.Resume {
+		return "", nil
+	}
+	// The checkpoint's record is what a resume continues; run.json covers
+	// a run stopped before its first checkpoint.
+	recorded, ok, err := readIdentity(filepath.Join(ckDir, identityFile))
+	if err != nil {
+		return "", err
+	}
+	hasCheckpoint := ok
+	if !ok && exists(filepath.Join(ckDir, stateFile)) {
+		return "", fmt.Errorf("%w: %s holds a checkpoint without a run identity (written by an older agentrl); "+
+			"start this run elsewhere with -out DIR, or replace it with -set checkpoint.resume=false", ErrRunMismatch, dir)
+	}
+	if !ok {
+		if recorded, ok, err = readIdentity(filepath.Join(dir, identityFile)); err != nil {
+			return "", err
+		}
+	}
+	if !ok {
+		if exists(filepath.Join(dir, metricsFile)) {
+			return "", fmt.Errorf("%w: %s holds metrics but no run identity (written by an older agentrl); "+
+				"start this run elsewhere with -out DIR, or replace it with -set checkpoint.resume=false", ErrRunMismatch, dir)
+		}
+		return "", nil
+	}
+	if err := id.mismatch(recorded, dir); err != nil {
+		return "", err
+	}
+	if hasCheckpoint {
+		return ckDir, nil
+	}
+	return "", nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

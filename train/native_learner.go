@@ -1,0 +1,338 @@
+package train
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+
+	"github.com/agentrl/agentrl/algos"
+	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/policy/local"
+	"github.com/agentrl/agentrl/policy/native"
+	"github.com/agentrl/agentrl/policy/tokenizer"
+)
+
+// Directories of a native learner's checkpoint besides the actor's files,
+// which sit at the top so that the checkpoint loads as a policy on its own
+// (trainer eval, trainer serve).
+const (
+	criticDir    = "critic"
+	referenceDir = "reference"
+)
+
+// nativeLearner is the in-process Learner over the embedded Go
+// transformer: the actor and optional critic train with AdamW, the
+// reference is a frozen copy of the starting actor.
+type nativeLearner struct {
+	algo AlgoConfig
+	tok  *tokenizer.Tokenizer
+	pol  *local.Policy
+
+	actor     *native.Model
+	actorOpt  *native.AdamW
+	critic    *native.Model // nil without a critic
+	criticOpt *native.AdamW
+	ref       *native.Model // nil without a KL term
+}
+
+var _ Learner = (*nativeLearner)(nil)
+
+// newNativeLearner starts a learner from the starting actor (warm-started,
+// loaded or fresh): a fresh critic when the estimator needs one, and a frozen
+// copy of the actor as reference when a KL term needs one.
+func newNativeLearner(cfg Config, actor *native.Model, tok *tokenizer.Tokenizer) (*nativeLearner, error) {
+	l := &nativeLearner{algo: cfg.Algo, tok: tok, actor: actor,
+		actorOpt: native.NewAdamW(actor, 0.9, 0.999, 1e-8, float32(cfg.Algo.WeightDecay))}
+	if cfg.Algo.UsesCritic() {
+		cc := actor.Config()
+		cc.ValueHead = true
+		var err error
+		if l.critic, err = native.New(cc, cfg.Run.Seed+1); err != nil {
+			return nil, err
+		}
+		l.criticOpt = native.NewAdamW(l.critic, 0.9, 0.999, 1e-8, float32(cfg.Algo.WeightDecay))
+	}
+	if cfg.needsReference() {
+		l.ref = actor.Clone()
+	}
+	return l, l.initPolicy(cfg)
+}
+
+// loadNativeLearner restores a learner from a directory Save wrote. The
+// configuration decides what must be there: a critic for estimators with
+// a value function, a reference for KL terms.
+func loadNativeLearner(cfg Config, dir string) (*nativeLearner, error) {
+	ck, err := native.LoadCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	if ck.Optimizer == nil {
+		return nil, fmt.Errorf("%s: no optimizer state", dir)
+	}
+	tok, err := tokenizerFromExtra(ck.Extra)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	// Weight decay is a setting of this run, not state.
+	ck.Optimizer.WeightDecay = float32(cfg.Algo.WeightDecay)
+	l := &nativeLearner{algo: cfg.Algo, tok: tok, actor: ck.Model, actorOpt: ck.Optimizer}
+	if cfg.Algo.UsesCritic() {
+		cck, err := native.LoadCheckpoint(filepath.Join(dir, criticDir))
+		if err != nil {
+			return nil, fmt.Errorf("the critic: %w", err)
+		}
+		if cck.Optimizer == nil {
+			return nil, fmt.Errorf("%s: the critic has no optimizer state", dir)
+		}
+		cck.Optimizer.WeightDecay = float32(cfg.Algo.WeightDecay)
+		l.critic, l.criticOpt = cck.Model, cck.Optimizer
+	}
+	if cfg.needsReference() {
+		rck, err := native.LoadCheckpoint(filepath.Join(dir, referenceDir))
+		if err != nil {
+			return nil, fmt.Errorf("the KL reference policy: %w", err)
+		}
+		l.ref = rck.Model
+	}
+	return l, l.initPolicy(cfg)
+}
+
+func (l *nativeLearner) initPolicy(cfg Config) error {
+	pol, err := local.New(cfg.Env.Name, l.actor, l.tok)
+	l.pol = pol
+	return err
+}
+
+// Policy implements Learner: the actor, in process.
+func (l *nativeLearner) Policy() policy.Policy { return l.pol }
+
+// Model implements Learner.
+func (l *nativeLearner) Model() ModelInfo {
+	info := ModelInfo{Kind: "native", Params: l.actor.NumParams()}
+	if raw, err := json.Marshal(l.actor.Config()); err == nil {
+		json.Unmarshal(raw, &info.Config)
+	}
+	if tj, err := tokenizerJSON(l.tok); err == nil {
+		sum := sha256.Sum256(tj)
+		info.TokenizerSHA256 = hex.EncodeToString(sum[:])
+	}
+	return info
+}
+
+// Save implements Learner.
+func (l *nativeLearner) Save(_ context.Context, dir string) error {
+	tok, err := tokenizerJSON(l.tok)
+	if err != nil {
+		return err
+	}
+	if err := native.WriteCheckpoint(dir, l.actor, l.actorOpt, map[string][]byte{tokenizerFile: tok}); err != nil {
+		return err
+	}
+	if l.critic != nil {
+		if err := native.WriteCheckpoint(filepath.Join(dir, criticDir), l.critic, l.criticOpt, nil); err != nil {
+			return fmt.Errorf("the critic: %w", err)
+		}
+	}
+	if l.ref != nil {
+		if err := native.WriteCheckpoint(filepath.Join(dir, referenceDir), l.ref, nil, nil); err != nil {
+			return fmt.Errorf("the reference: %w", err)
+		}
+	}
+	return nil
+}
+
+// Prepare implements Learner.
+func (l *nativeLearner) Prepare(ctx context.Context, seqs *Sequences) error {
+	seqs.OldValues, seqs.RefLogProb = nil, nil
+	var err error
+	if l.critic != nil {
+		if seqs.OldValues, err = forwardNoGrad(ctx, l.critic, seqs, l.algo.MiniBatch, func(o *native.Outputs) [][]float32 { return o.Value }); err != nil {
+			return fmt.Errorf("critic values: %w", err)
+		}
+	}
+	if l.ref != nil {
+		if seqs.RefLogProb, err = forwardNoGrad(ctx, l.ref, seqs, l.algo.MiniBatch, func(o *native.Outputs) [][]float32 { return o.LogProb }); err != nil {
+			return fmt.Errorf("reference log-probs: %w", err)
+		}
+	}
+	return nil
+}
+
+// Update implements Learner: ppo_epochs passes over seqs in shuffled
+// mini-batches; each mini-batch updates the actor, then the critic.
+func (l *nativeLearner) Update(ctx context.Context, seqs *Sequences, opts UpdateOptions) (UpdateStats, error) {
+	st := UpdateStats{Metrics: map[string]float64{}}
+	sums := map[string]float64{}
+	rng := rand.New(rand.NewPCG(opts.Seed, 0))
+	n := seqs.Len()
+	for range l.algo.Epochs {
+		order := rng.Perm(n)
+		for lo := 0; lo < n; lo += l.algo.MiniBatch {
+			mb := seqs.Subset(order[lo:min(lo+l.algo.MiniBatch, n)])
+			st.MiniBatches++
+			m, ok, err := nativeStep(ctx, l.actor, l.actorOpt, mb, l.algo.GradClip, opts.LR, "actor", l.actorLoss(mb))
+			if err != nil {
+				return st, err
+			}
+			if ok && l.critic != nil {
+				var cm map[string]float64
+				cm, ok, err = nativeStep(ctx, l.critic, l.criticOpt, mb, l.algo.GradClip, opts.CriticLR, "critic", l.criticLoss(mb))
+				if err != nil {
+					return st, err
+				}
+				for k, v := range cm {
+					m[k] = v
+				}
+			}
+			if !ok {
+				st.Skipped++
+				continue
+			}
+			for k, v := range m {
+				sums[k] += v
+			}
+		}
+	}
+	if done := st.MiniBatches - st.Skipped; done > 0 {
+		for k, v := range sums {
+			st.Metrics[k] = v / float64(done)
+		}
+	}
+	st.Metrics["actor/lr"] = opts.LR
+	st.Metrics["actor/skipped_updates"] = float64(st.Skipped)
+	return st, nil
+}
+
+// lossFunc turns a forward pass into the loss's per-output gradients, its
+// value and its metrics, or errNonFinite for a diverged model.
+type lossFunc func(out *native.Outputs) (native.OutputGrads, float64, map[string]float64, error)
+
+func (l *nativeLearner) actorLoss(mb *Sequences) lossFunc {
+	return func(out *native.Outputs) (native.OutputGrads, float64, map[string]float64, error) {
+		logp, entropy := to64(out.LogProb), to64(out.Entropy)
+		if !finiteRows(logp, mb.Mask) || !finiteRows(entropy, mb.Mask) {
+			return native.OutputGrads{}, 0, nil, errNonFinite
+		}
+		r, err := l.algo.ActorLoss(algos.ActorBatch{LogProb: logp, OldLogProb: mb.OldLogProb, RefLogProb: mb.RefLogProb,
+			Advantages: mb.Advantages, Entropy: entropy, Mask: mb.Mask})
+		if err != nil {
+			return native.OutputGrads{}, 0, nil, fmt.Errorf("actor loss: %w", err)
+		}
+		return native.OutputGrads{LogProb: to32(r.DLogProb), Entropy: to32(r.DEntropy)}, r.Loss, r.Metrics(), nil
+	}
+}
+
+func (l *nativeLearner) criticLoss(mb *Sequences) lossFunc {
+	return func(out *native.Outputs) (native.OutputGrads, float64, map[string]float64, error) {
+		values := to64(out.Value)
+		if !finiteRows(values, mb.Mask) {
+			return native.OutputGrads{}, 0, nil, errNonFinite
+		}
+		r, err := l.algo.CriticLoss(values, mb.OldValues, mb.Returns, mb.Mask)
+		if err != nil {
+			return native.OutputGrads{}, 0, nil, fmt.Errorf("critic loss: %w", err)
+		}
+		return native.OutputGrads{Value: to32(r.DValue)}, r.Loss, r.Metrics(), nil
+	}
+}
+
+// sftLoss is the warm start's supervised loss (algos.SFTLoss, token-mean).
+func sftLoss(mb *Sequences) lossFunc {
+	return func(out *native.Outputs) (native.OutputGrads, float64, map[string]float64, error) {
+		logp := to64(out.LogProb)
+		if !finiteRows(logp, mb.Mask) {
+			return native.OutputGrads{}, 0, nil, errNonFinite
+		}
+		r, err := algos.SFTLoss(algos.TokenMean, logp, mb.Mask)
+		if err != nil {
+			return native.OutputGrads{}, 0, nil, err
+		}
+		return native.OutputGrads{LogProb: to32(r.DLogProb)}, r.Loss, r.Metrics(), nil
+	}
+}
+
+// nativeStep is one optimizer step of a native model on a mini-batch, the
+// same for the actor, the critic and the warm start: forward, the loss and
+// its per-token gradients, backward, global-norm clipping (clip ≤ 0: none),
+// AdamW at lr. ok is false, and the weights are unchanged, when the loss or
+// the gradient norm is not finite. The metrics gain <name>/grad_norm.
+func nativeStep(ctx context.Context, m *native.Model, opt *native.AdamW, mb *Sequences, clip, lr float64, name string, loss lossFunc) (map[string]float64, bool, error) {
+	out, err := m.Forward(ctx, native.Batch{Tokens: mb.Tokens, Mask: mb.Mask})
+	if err != nil {
+		return nil, false, err
+	}
+	grads, value, metrics, err := loss(out)
+	if errors.Is(err, errNonFinite) || (err == nil && !finite(value)) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	m.ZeroGrad()
+	if err := m.Backward(ctx, grads); err != nil {
+		return nil, false, err
+	}
+	norm := native.ClipGradNorm(m, clip)
+	if !finite(norm) {
+		m.ZeroGrad()
+		return nil, false, nil
+	}
+	if err := opt.Update(m, float32(lr)); err != nil {
+		return nil, false, err
+	}
+	metrics[name+"/grad_norm"] = norm
+	return metrics, true, nil
+}
+
+// forwardNoGrad runs a model without gradient and returns one per-token
+// output, in chunks of at most chunk sequences.
+func forwardNoGrad(ctx context.Context, m *native.Model, s *Sequences, chunk int, field func(*native.Outputs) [][]float32) ([][]float64, error) {
+	out := make([][]float64, 0, s.Len())
+	for lo := 0; lo < s.Len(); lo += chunk {
+		hi := min(lo+chunk, s.Len())
+		o, err := m.Forward(ctx, native.Batch{Tokens: s.Tokens[lo:hi], Mask: s.Mask[lo:hi]})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, to64(field(o))...)
+	}
+	return out, nil
+}
+
+func to64(x [][]float32) [][]float64 {
+	out := make([][]float64, len(x))
+	for i, row := range x {
+		out[i] = make([]float64, len(row))
+		for j, v := range row {
+			out[i][j] = float64(v)
+		}
+	}
+	return out
+}
+
+func to32(x [][]float64) [][]float32 {
+	if x == nil {
+		return nil
+	}
+	out := make([][]float32, len(x))
+	for i, row := range x {
+		out[i] = make([]float32, len(row))
+		for j, v := range row {
+			out[i][j] = float32(v)
+		}
+	}
+	return out
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
+}
