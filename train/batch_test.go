@@ -1,14 +1,18 @@
 package train
 
 import (
+	"context"
 	"errors"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/policy/native"
 	"github.com/agentrl/agentrl/rollout"
 )
 
@@ -158,5 +162,88 @@ func TestConfigChecksKLAndWarmStartKeys(t *testing.T) {
 	cfg, _ = Parse([]byte("filter:\n  variance_early_stop: true\n  empty_stop_steps: 7\n"), nil)
 	if es := cfg.earlyStop(); es.Patience == 0 || es.EmptyStopSteps != 7 {
 		t.Errorf("early-stop settings %+v", es)
+	}
+}
+
+// fakeLearner records what the loop hands it.
+type fakeLearner struct {
+	prepared, updated *Sequences
+	opts              UpdateOptions
+	skip              int
+}
+
+func (f *fakeLearner) Policy() policy.Policy { return nil }
+func (f *fakeLearner) Prepare(_ context.Context, s *Sequences) error {
+	f.prepared = s
+	return nil
+}
+func (f *fakeLearner) Update(_ context.Context, s *Sequences, o UpdateOptions) (UpdateStats, error) {
+	f.updated, f.opts = s, o
+	return UpdateStats{Metrics: map[string]float64{"actor/pg_loss": 1}, MiniBatches: 2, Skipped: f.skip}, nil
+}
+func (f *fakeLearner) Save(context.Context, string) error { return nil }
+func (f *fakeLearner) Model() ModelInfo                   { return ModelInfo{Kind: "fake"} }
+
+// windowed is a trajectory of the given number of turns under a history
+// window: one training sequence per turn.
+func windowed(group int, score float64, turns int) rollout.Trajectory {
+	tr := rollout.Trajectory{Group: group, Score: score}
+	for i := range turns {
+		start := len(tr.Tokens)
+		tr.Tokens = append(tr.Tokens, 7, 8)
+		tr.LossMask = append(tr.LossMask, true, true)
+		tr.LogProbs = append(tr.LogProbs, -1, -1)
+		tr.Turns = append(tr.Turns, rollout.Turn{Prompt: []int{1, i + 2}, ReplyStart: start, ReplyEnd: start + 2})
+	}
+	return tr
+}
+
+// TestUpdateMapsKeptGroupsToSequences: after the filter, the learner gets
+// one sequence per turn of the kept episodes, with each episode's
+// advantage spread over its turns, and the step's learning rate and seed.
+func TestUpdateMapsKeptGroupsToSequences(t *testing.T) {
+	cfg, err := Parse([]byte("algo:\n  preset: DrGRPO\n  warmup_steps: 4\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := New(cfg, quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := &fakeLearner{}
+	s := &session{Trainer: tr, learner: fake, state: tr.newState(),
+		sched: native.Schedule{Peak: 1, Min: 1, Warmup: 4}}
+	// Group 0 (dropped by the caller's filter), group 1: a 1-turn success
+	// and a 3-turn failure.
+	b := newBatch([]rollout.Trajectory{windowed(0, 1, 2), windowed(0, 1, 2), windowed(1, 1, 1), windowed(1, 0, 3)})
+	kept := b.Select([]int{1})
+	m := metrics{}
+	if err := s.update(context.Background(), 3, kept, m); err != nil {
+		t.Fatal(err)
+	}
+	seqs := fake.updated
+	if fake.prepared != seqs || seqs.Len() != 4 || !slices.Equal(seqs.Episode, []int{0, 1, 1, 1}) {
+		t.Fatalf("sequences: %+v", seqs)
+	}
+	// Dr.GRPO: A = ±0.5, scaled by (4 sequences / 2 episodes) / turns.
+	for i, want := range []float64{1, -1.0 / 3, -1.0 / 3, -1.0 / 3} {
+		if got := seqs.Advantages[i][3]; math.Abs(got-want) > 1e-12 || seqs.Advantages[i][0] != 0 {
+			t.Errorf("sequence %d: advantages %v, want %v on the reply", i, seqs.Advantages[i], want)
+		}
+	}
+	if fake.opts.LR != s.sched.LR(2) || fake.opts.Seed != stepSeed(cfg.Run.Seed, 3, 2) {
+		t.Errorf("options %+v", fake.opts)
+	}
+	if m["actor/pg_loss"] != 1 || m["actor/kept_trajectories"] != 2 || s.state.NaNStreak != 0 {
+		t.Errorf("metrics %v, streak %d", m, s.state.NaNStreak)
+	}
+	fake.skip = 1
+	for range cfg.Run.NaNStopStreak {
+		if err := s.update(context.Background(), 4, kept, metrics{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.state.Stopped == "" {
+		t.Error("skipped updates in a row did not stop the run")
 	}
 }
