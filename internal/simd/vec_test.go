@@ -808,7 +808,7 @@ func TestSpecialValues(t *testing.T) {
 	inf, nan := float32(math.Inf(1)), float32(math.NaN())
 	for _, l := range levels() {
 		atLevel(l, func() {
-			x := []float32{nan, inf, -inf, 0, -0.0, 89, 88.72283, 88.72284, -87.33655, -103.97, -104, -1e30, 1e30, 1e-40}
+			x := []float32{nan, inf, -inf, 0, float32(math.Copysign(0, -1)), 89, 88.72283, 88.72284, -87.33655, -103.97, -104, -1e30, 1e30, 1e-40}
 			e := make([]float32, len(x))
 			Exp(e, x)
 			for i, v := range x {
