@@ -11,32 +11,58 @@ import "math"
 const lanes = 32
 
 // treeSum combines the lanes: lane i += lane i+h for h = 16, 8, 4, 2, 1.
-func treeSum(acc *[lanes]float32) float32 {
-	for h := lanes / 2; h >= 1; h /= 2 {
-		for i := 0; i < h; i++ {
-			acc[i] += acc[i+h]
-		}
-	}
-	return acc[0]
+func treeSum(a *[lanes]float32) float32 {
+	s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15 := a[0]+a[16], a[1]+a[17], a[2]+a[18], a[3]+a[19], a[4]+a[20], a[5]+a[21], a[6]+a[22], a[7]+a[23], a[8]+a[24], a[9]+a[25], a[10]+a[26], a[11]+a[27], a[12]+a[28], a[13]+a[29], a[14]+a[30], a[15]+a[31]
+	t0, t1, t2, t3, t4, t5, t6, t7 := s0+s8, s1+s9, s2+s10, s3+s11, s4+s12, s5+s13, s6+s14, s7+s15
+	u0, u1, u2, u3 := t0+t4, t1+t5, t2+t6, t3+t7
+	v0, v1 := u0+u2, u1+u3
+	w0 := v0 + v1
+	return w0
 }
 
 // treeMax is treeSum with lane i = lane i+h if it is greater.
-func treeMax(acc *[lanes]float32) float32 {
-	for h := lanes / 2; h >= 1; h /= 2 {
-		for i := 0; i < h; i++ {
-			if acc[i+h] > acc[i] {
-				acc[i] = acc[i+h]
-			}
-		}
-	}
-	return acc[0]
+func treeMax(a *[lanes]float32) float32 {
+	s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15 := gt(a[16], a[0]), gt(a[17], a[1]), gt(a[18], a[2]), gt(a[19], a[3]), gt(a[20], a[4]), gt(a[21], a[5]), gt(a[22], a[6]), gt(a[23], a[7]), gt(a[24], a[8]), gt(a[25], a[9]), gt(a[26], a[10]), gt(a[27], a[11]), gt(a[28], a[12]), gt(a[29], a[13]), gt(a[30], a[14]), gt(a[31], a[15])
+	t0, t1, t2, t3, t4, t5, t6, t7 := gt(s8, s0), gt(s9, s1), gt(s10, s2), gt(s11, s3), gt(s12, s4), gt(s13, s5), gt(s14, s6), gt(s15, s7)
+	u0, u1, u2, u3 := gt(t4, t0), gt(t5, t1), gt(t6, t2), gt(t7, t3)
+	v0, v1 := gt(u2, u0), gt(u3, u1)
+	w0 := gt(v1, v0)
+	return w0
 }
+
+// gt returns v if v > a, else a (the order of VMAXPS v, a).
+func gt(v, a float32) float32 {
+	if v > a {
+		return v
+	}
+	return a
+}
+
+// dotGo, sumGo and maxGo keep eight lanes at a time in registers: for
+// each group of eight lanes they walk every block of 32 elements, which
+// gives each lane the same sequential order as the layout.
 
 func dotGo(x, y []float32) float32 {
 	var acc [lanes]float32
 	y = y[:len(x)]
-	for i, v := range x {
-		acc[i%lanes] += v * y[i]
+	nb := len(x) &^ (lanes - 1)
+	for g := 0; g < lanes; g += 8 {
+		var a0, a1, a2, a3, a4, a5, a6, a7 float32
+		for i := g; i < nb; i += lanes {
+			xs, ys := x[i:i+8:i+8], y[i:i+8:i+8]
+			a0 += xs[0] * ys[0]
+			a1 += xs[1] * ys[1]
+			a2 += xs[2] * ys[2]
+			a3 += xs[3] * ys[3]
+			a4 += xs[4] * ys[4]
+			a5 += xs[5] * ys[5]
+			a6 += xs[6] * ys[6]
+			a7 += xs[7] * ys[7]
+		}
+		acc[g], acc[g+1], acc[g+2], acc[g+3], acc[g+4], acc[g+5], acc[g+6], acc[g+7] = a0, a1, a2, a3, a4, a5, a6, a7
+	}
+	for j, v := range x[nb:] {
+		acc[j] += v * y[nb+j]
 	}
 	return treeSum(&acc)
 }
@@ -53,21 +79,49 @@ func dot3Go(x, y, z []float32) float32 {
 
 func sumGo(x []float32) float32 {
 	var acc [lanes]float32
-	for i, v := range x {
-		acc[i%lanes] += v
+	nb := len(x) &^ (lanes - 1)
+	for g := 0; g < lanes; g += 8 {
+		var a0, a1, a2, a3, a4, a5, a6, a7 float32
+		for i := g; i < nb; i += lanes {
+			xs := x[i : i+8 : i+8]
+			a0 += xs[0]
+			a1 += xs[1]
+			a2 += xs[2]
+			a3 += xs[3]
+			a4 += xs[4]
+			a5 += xs[5]
+			a6 += xs[6]
+			a7 += xs[7]
+		}
+		acc[g], acc[g+1], acc[g+2], acc[g+3], acc[g+4], acc[g+5], acc[g+6], acc[g+7] = a0, a1, a2, a3, a4, a5, a6, a7
+	}
+	for j, v := range x[nb:] {
+		acc[j] += v
 	}
 	return treeSum(&acc)
 }
 
 func maxGo(x []float32) float32 {
 	var acc [lanes]float32
-	for i := range acc {
-		acc[i] = float32(math.Inf(-1))
-	}
-	for i, v := range x {
-		if v > acc[i%lanes] {
-			acc[i%lanes] = v
+	nb := len(x) &^ (lanes - 1)
+	for g := 0; g < lanes; g += 8 {
+		a0 := float32(math.Inf(-1))
+		a1, a2, a3, a4, a5, a6, a7 := a0, a0, a0, a0, a0, a0, a0
+		for i := g; i < nb; i += lanes {
+			xs := x[i : i+8 : i+8]
+			a0 = gt(xs[0], a0)
+			a1 = gt(xs[1], a1)
+			a2 = gt(xs[2], a2)
+			a3 = gt(xs[3], a3)
+			a4 = gt(xs[4], a4)
+			a5 = gt(xs[5], a5)
+			a6 = gt(xs[6], a6)
+			a7 = gt(xs[7], a7)
 		}
+		acc[g], acc[g+1], acc[g+2], acc[g+3], acc[g+4], acc[g+5], acc[g+6], acc[g+7] = a0, a1, a2, a3, a4, a5, a6, a7
+	}
+	for j, v := range x[nb:] {
+		acc[j] = gt(v, acc[j])
 	}
 	return treeMax(&acc)
 }
