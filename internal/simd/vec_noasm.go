@@ -2,6 +2,8 @@
 
 package simd
 
+const haveAsm = false
+
 // Without assembly every level is Portable; these keep the dispatch in vec.go
 // compiling.
 
