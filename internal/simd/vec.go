@@ -7,26 +7,28 @@ import (
 
 //go:generate sh -c "cd _asm && go run ./vec -out ../vec_amd64.s -stubs ../vec_stubs_amd64.go -pkg simd"
 
-// Elementwise and row kernels
+// Lanes is the number of lanes of the canonical reduction layout shared by
+// every path.
 //
-// The functions below work on one row (a slice) serially; callers
-// parallelise over rows. Slices of one call must have the lengths stated;
-// a mismatch is a programming error and panics. Empty rows are no-ops.
-// Unless stated, an output may be the same slice as an input (in place)
-// but must not otherwise overlap one.
+// The functions of this file work on one row (a slice) serially; callers
+// parallelise over rows. The slices of one call must have the lengths
+// stated; a mismatch is a programming error and panics. Empty rows are
+// no-ops. Unless stated, an output may be the same slice as an input (in
+// place) but must not otherwise overlap one.
 //
-// Lane layout. Every reduction (Dot, Sum, Max, and the sums inside the
-// softmax, log-prob and norm kernels) accumulates element i of the row into
-// lane i mod 32, in increasing i, starting from 0 (−Inf for maxima), and
-// then combines the 32 lanes by the fixed halving tree lane[i] ⊕= lane[i+h]
-// for h = 16, 8, 4, 2, 1. AVX-512 holds the lanes in two ZMM registers,
-// AVX2 in four YMM registers, the portable path in an array; a partial last
-// block is read with masked loads, as if the row continued with elements
-// that leave the lanes unchanged. Elementwise results depend only on the
+// Every reduction (Dot, Sum, Max, and the sums inside the softmax,
+// log-prob and norm kernels) accumulates element i of the row into lane
+// i mod Lanes, in increasing i, starting from 0 (−Inf for maxima), and then
+// combines the lanes by the fixed halving tree lane[i] ⊕= lane[i+h] for
+// h = 16, 8, 4, 2, 1. AVX-512 holds the lanes in two ZMM registers, AVX2 in
+// four YMM registers, the portable path in an array; a partial last block
+// is read with masked loads, as if the row continued with elements that
+// leave the lanes unchanged. Elementwise results depend only on the
 // elements at the same index. So no result depends on the alignment of a
-// slice or on how a caller splits a row for elementwise work, and the
-// AVX2 and AVX-512 paths agree bit for bit (including through Max's
-// treatment of ±0). Max ignores NaN elements.
+// slice or on how a caller splits a row for elementwise work, and the AVX2
+// and AVX-512 paths agree bit for bit (down to the sign of a zero that Max
+// returns). Max and Argmax ignore NaN elements.
+const Lanes = 32
 
 func checkLen(op string, n int, others ...int) {
 	for _, m := range others {
@@ -513,7 +515,7 @@ func AdamW(p, g, m, v []float32, lr, beta1, beta2, eps, wd, bc1, bc2 float32) {
 	}
 }
 
-// SoftmaxTemp prepares a draw from softmax(z/T) with invT = 1/T > 0: with
+// SoftmaxTemp prepares a draw from softmax(z/T), invT = 1/T finite and > 0: with
 // m = Max(z) (0 if infinite) it writes dst[i] = e^((z[i] − m)·invT), returns
 // their sum (lane layout) and the log-sum-exp of z at temperature 1 (as
 // LogSumExp), so that SampleIndex(dst, sum, u) draws a token k whose raw

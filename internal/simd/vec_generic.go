@@ -8,7 +8,7 @@ import "math"
 
 // lanes is the canonical number of reduction lanes: element i of a row
 // accumulates into lane i mod lanes.
-const lanes = 32
+const lanes = Lanes
 
 // treeSum combines the lanes: lane i += lane i+h for h = 16, 8, 4, 2, 1.
 func treeSum(a *[lanes]float32) float32 {
