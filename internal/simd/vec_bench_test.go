@@ -128,10 +128,11 @@ var vecBenches = []vecBench{
 		x := benchRow(n, -10, 10, 1)
 		return benchSetup{func() { sinkF = LogSumExp(x) }, func() { sinkF = oldRowLSE(x) }}
 	}},
+	// Softmax in place, applied again and again to the same row (which
+	// stays a probability vector).
 	{"Softmax", 8, 0, func(n int) benchSetup {
-		x, w := benchRow(n, -10, 10, 1), make([]float32, n)
-		return benchSetup{func() { copy(w, x); sinkF = Softmax(w) }, func() {
-			copy(w, x)
+		w := benchRow(n, -10, 10, 1)
+		return benchSetup{func() { sinkF = Softmax(w) }, func() {
 			mx := w[0]
 			for _, v := range w[1:] {
 				mx = max(mx, v)
@@ -169,7 +170,9 @@ var vecBenches = []vecBench{
 			sinkF = l - spz + z[n/2] - l
 		}}
 	}},
-	{"TokenLogProbBackward", 8, 0, func(n int) benchSetup {
+	// TokenLogProbBackward includes copying the logits back in (16 bytes
+	// per element in all).
+	{"TokenLogProbBackward", 16, 0, func(n int) benchSetup {
 		z0 := benchRow(n, -10, 10, 1)
 		z := make([]float32, n)
 		lse, _, h := TokenLogProb(z0, 3)
