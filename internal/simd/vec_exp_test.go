@@ -129,6 +129,7 @@ func TestExpAccuracy(t *testing.T) {
 	} else if testing.Short() {
 		stride = 65537
 	}
+	defer SetLevel(SetLevel(Hardware()))
 	workers := runtime.GOMAXPROCS(0)
 	type result struct {
 		maxUlp, maxUlpPortable float64
