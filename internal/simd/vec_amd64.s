@@ -407,8 +407,8 @@ done3:
 	VADDPS       X0, X1, X1
 	VMOVSHDUP    X1, X0
 	VADDSS       X0, X1, X1
-	MOVSS        X1, ret+48(FP)
 	VZEROUPPER
+	MOVSS        X1, ret+48(FP)
 	RET
 
 // func dot3AVX2(x []float32, y []float32, z []float32) float32
@@ -551,8 +551,8 @@ done10:
 	VADDPS       X0, X1, X1
 	VMOVSHDUP    X1, X0
 	VADDSS       X0, X1, X1
-	MOVSS        X1, ret+72(FP)
 	VZEROUPPER
+	MOVSS        X1, ret+72(FP)
 	RET
 
 // func sumAVX2(x []float32) float32
@@ -655,8 +655,8 @@ done17:
 	VADDPS       X0, X1, X1
 	VMOVSHDUP    X1, X0
 	VADDSS       X0, X1, X1
-	MOVSS        X1, ret+24(FP)
 	VZEROUPPER
+	MOVSS        X1, ret+24(FP)
 	RET
 
 // func maxAVX2(x []float32) float32
@@ -767,8 +767,8 @@ done24:
 	VMAXPS       X1, X0, X1
 	VMOVSHDUP    X1, X0
 	VMAXSS       X1, X0, X1
-	MOVSS        X1, ret+24(FP)
 	VZEROUPPER
+	MOVSS        X1, ret+24(FP)
 	RET
 
 // func expSumAVX2(dst []float32, x []float32, shift float32) float32
@@ -1202,8 +1202,8 @@ done31:
 	VADDPS       X1, X0, X0
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
-	MOVSS        X0, ret+56(FP)
 	VZEROUPPER
+	MOVSS        X0, ret+56(FP)
 	RET
 
 // func expSumNoStoreAVX2(x []float32, shift float32) float32
@@ -1623,8 +1623,8 @@ done38:
 	VADDPS       X1, X0, X0
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
-	MOVSS        X0, ret+32(FP)
 	VZEROUPPER
+	MOVSS        X0, ret+32(FP)
 	RET
 
 // func tokStatsAVX2(z []float32, m float32) (s float32, t float32)
@@ -2060,18 +2060,18 @@ done45:
 	VADDPS       X1, X0, X0
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
-	MOVSS        X0, s+32(FP)
 	VADDPS       Y7, Y5, Y5
 	VADDPS       Y8, Y6, Y6
 	VADDPS       Y6, Y5, Y5
-	VEXTRACTF128 $0x01, Y5, X0
-	VADDPS       X5, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	MOVSS        X0, t+36(FP)
+	VEXTRACTF128 $0x01, Y5, X1
+	VADDPS       X5, X1, X1
+	VMOVHLPS     X1, X1, X2
+	VADDPS       X2, X1, X1
+	VMOVSHDUP    X1, X2
+	VADDSS       X2, X1, X1
 	VZEROUPPER
+	MOVSS        X0, s+32(FP)
+	MOVSS        X1, t+36(FP)
 	RET
 
 // func softmaxTempAVX2(dst []float32, z []float32, m float32, invT float32) (s float32, s1 float32)
@@ -2838,18 +2838,18 @@ done52:
 	VADDPS       X1, X0, X0
 	VMOVSHDUP    X0, X1
 	VADDSS       X1, X0, X0
-	MOVSS        X0, s+56(FP)
 	VADDPS       Y8, Y6, Y6
 	VADDPS       Y9, Y7, Y7
 	VADDPS       Y7, Y6, Y6
-	VEXTRACTF128 $0x01, Y6, X0
-	VADDPS       X6, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
-	MOVSS        X0, s1+60(FP)
+	VEXTRACTF128 $0x01, Y6, X1
+	VADDPS       X6, X1, X1
+	VMOVHLPS     X1, X1, X2
+	VADDPS       X2, X1, X1
+	VMOVSHDUP    X1, X2
+	VADDSS       X2, X1, X1
 	VZEROUPPER
+	MOVSS        X0, s+56(FP)
+	MOVSS        X1, s1+60(FP)
 	RET
 
 // func expAVX2(dst []float32, src []float32)
@@ -4421,8 +4421,8 @@ done128:
 	VADDPS        X1, X0, X0
 	VMOVSHDUP     X0, X1
 	VADDSS        X1, X0, X0
-	MOVSS         X0, ret+48(FP)
 	VZEROUPPER
+	MOVSS         X0, ret+48(FP)
 	RET
 
 // func dot3AVX512(x []float32, y []float32, z []float32) float32
@@ -4505,8 +4505,8 @@ done133:
 	VADDPS        X1, X0, X0
 	VMOVSHDUP     X0, X1
 	VADDSS        X1, X0, X0
-	MOVSS         X0, ret+72(FP)
 	VZEROUPPER
+	MOVSS         X0, ret+72(FP)
 	RET
 
 // func sumAVX512(x []float32) float32
@@ -4567,8 +4567,8 @@ done138:
 	VADDPS        X1, X0, X0
 	VMOVSHDUP     X0, X1
 	VADDSS        X1, X0, X0
-	MOVSS         X0, ret+24(FP)
 	VZEROUPPER
+	MOVSS         X0, ret+24(FP)
 	RET
 
 // func maxAVX512(x []float32) float32
@@ -4629,8 +4629,8 @@ done143:
 	VMAXPS        X0, X1, X0
 	VMOVSHDUP     X0, X1
 	VMAXSS        X0, X1, X0
-	MOVSS         X0, ret+24(FP)
 	VZEROUPPER
+	MOVSS         X0, ret+24(FP)
 	RET
 
 // func expSumAVX512(dst []float32, x []float32, shift float32) float32
@@ -4808,8 +4808,8 @@ done148:
 	VADDPS        X0, X1, X1
 	VMOVSHDUP     X1, X0
 	VADDSS        X0, X1, X1
-	MOVSS         X1, ret+56(FP)
 	VZEROUPPER
+	MOVSS         X1, ret+56(FP)
 	RET
 
 // func expSumNoStoreAVX512(x []float32, shift float32) float32
@@ -4979,8 +4979,8 @@ done153:
 	VADDPS        X0, X1, X1
 	VMOVSHDUP     X1, X0
 	VADDSS        X0, X1, X1
-	MOVSS         X1, ret+32(FP)
 	VZEROUPPER
+	MOVSS         X1, ret+32(FP)
 	RET
 
 // func tokStatsAVX512(z []float32, m float32) (s float32, t float32)
@@ -5158,18 +5158,18 @@ done158:
 	VADDPS        X0, X1, X1
 	VMOVSHDUP     X1, X0
 	VADDSS        X0, X1, X1
-	MOVSS         X1, s+32(FP)
 	VADDPS        Z4, Z3, Z3
 	VEXTRACTF64X4 $0x01, Z3, Y0
 	VADDPS        Y3, Y0, Y0
-	VEXTRACTF128  $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVHLPS      X1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSHDUP     X1, X0
-	VADDSS        X0, X1, X1
-	MOVSS         X1, t+36(FP)
+	VEXTRACTF128  $0x01, Y0, X2
+	VADDPS        X0, X2, X2
+	VMOVHLPS      X2, X2, X0
+	VADDPS        X0, X2, X2
+	VMOVSHDUP     X2, X0
+	VADDSS        X0, X2, X2
 	VZEROUPPER
+	MOVSS         X1, s+32(FP)
+	MOVSS         X2, t+36(FP)
 	RET
 
 // func softmaxTempAVX512(dst []float32, z []float32, m float32, invT float32) (s float32, s1 float32)
@@ -5464,18 +5464,18 @@ done163:
 	VADDPS        X0, X1, X1
 	VMOVSHDUP     X1, X0
 	VADDSS        X0, X1, X1
-	MOVSS         X1, s+56(FP)
 	VADDPS        Z5, Z4, Z4
 	VEXTRACTF64X4 $0x01, Z4, Y0
 	VADDPS        Y4, Y0, Y0
-	VEXTRACTF128  $0x01, Y0, X1
-	VADDPS        X0, X1, X1
-	VMOVHLPS      X1, X1, X0
-	VADDPS        X0, X1, X1
-	VMOVSHDUP     X1, X0
-	VADDSS        X0, X1, X1
-	MOVSS         X1, s1+60(FP)
+	VEXTRACTF128  $0x01, Y0, X2
+	VADDPS        X0, X2, X2
+	VMOVHLPS      X2, X2, X0
+	VADDPS        X0, X2, X2
+	VMOVSHDUP     X2, X0
+	VADDSS        X0, X2, X2
 	VZEROUPPER
+	MOVSS         X1, s+56(FP)
+	MOVSS         X2, s1+60(FP)
 	RET
 
 // func expAVX512(dst []float32, src []float32)

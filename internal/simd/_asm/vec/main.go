@@ -378,8 +378,14 @@ func length(name string) GPVirtual {
 	return r
 }
 
-func ret() {
+// ret returns the float32 results held in lane 0 of XMM registers. The
+// upper register halves are cleared first, so that the legacy-SSE stores
+// of the results (and the caller's SSE code) pay no AVX transition.
+func ret(results ...VecVirtual) {
 	VZEROUPPER()
+	for i, r := range results {
+		Store(r, ReturnIndex(i))
+	}
 	RET()
 }
 
@@ -398,8 +404,7 @@ func gen(a isa) {
 			xv, yv := ac.ld(x), ac.ld(y)
 			VFMADD231PS(yv, xv, acc[k])
 		})
-		Store(a.treeSum(acc), ReturnIndex(0))
-		ret()
+		ret(a.treeSum(acc))
 	}
 
 	text("dot3", a, "func(x, y, z []float32) float32")
@@ -411,8 +416,7 @@ func gen(a isa) {
 			VMULPS(yv, xv, xv)
 			VFMADD231PS(zv, xv, acc[k])
 		})
-		Store(a.treeSum(acc), ReturnIndex(0))
-		ret()
+		ret(a.treeSum(acc))
 	}
 
 	text("sum", a, "func(x []float32) float32")
@@ -422,8 +426,7 @@ func gen(a isa) {
 		a.reduction(n, []GPVirtual{x}, func(ac access, k int) {
 			VADDPS(ac.ld(x), acc[k], acc[k])
 		})
-		Store(a.treeSum(acc), ReturnIndex(0))
-		ret()
+		ret(a.treeSum(acc))
 	}
 
 	text("max", a, "func(x []float32) float32")
@@ -443,8 +446,7 @@ func gen(a isa) {
 				VMAXPS(acc[k], v, acc[k])
 			}
 		})
-		Store(a.treeMax(acc), ReturnIndex(0))
-		ret()
+		ret(a.treeMax(acc))
 	}
 
 	for _, store := range []bool{true, false} {
@@ -471,8 +473,7 @@ func gen(a isa) {
 			}
 			a.accAdd(acc[k], e, ac.mask)
 		})
-		Store(a.treeSum(acc), ReturnIndex(0))
-		ret()
+		ret(a.treeSum(acc))
 	}
 
 	text("tokStats", a, "func(z []float32, m float32) (s, t float32)")
@@ -492,9 +493,7 @@ func gen(a isa) {
 				a.accFMA(tacc[k], e, xc, ac.mask)
 			}
 		})
-		Store(a.treeSum(sacc), ReturnIndex(0))
-		Store(a.treeSum(tacc), ReturnIndex(1))
-		ret()
+		ret(a.treeSum(sacc), a.treeSum(tacc))
 	}
 
 	text("softmaxTemp", a, "func(dst, z []float32, m, invT float32) (s, s1 float32)")
@@ -513,9 +512,7 @@ func gen(a isa) {
 			e1, _ := a.exp(d)
 			a.accAdd(s1acc[k], e1, ac.mask)
 		})
-		Store(a.treeSum(sacc), ReturnIndex(0))
-		Store(a.treeSum(s1acc), ReturnIndex(1))
-		ret()
+		ret(a.treeSum(sacc), a.treeSum(s1acc))
 	}
 
 	// Elementwise kernels. n is the length of the first slice; the Go
