@@ -3,6 +3,7 @@ package simd
 import (
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 
 	"golang.org/x/sys/cpu"
@@ -38,7 +39,8 @@ var hardware = detect()
 var level = initialLevel()
 
 func detect() Level {
-	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
+	// x/sys/cpu fills the X86 fields on 386 too, where there is no assembly.
+	if runtime.GOARCH != "amd64" || !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
 		return Portable
 	}
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL {

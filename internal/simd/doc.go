@@ -12,7 +12,9 @@
 // bit: a run gives the same numbers on any x86-64 machine with AVX2 and FMA.
 // The portable path agrees with them to float32 rounding, not bit for bit.
 // No result depends on the number of rows in a call or on how a caller
-// splits work across goroutines (see the GEMM doc for how).
+// splits work across goroutines (see the GEMM doc for how). Reductions use
+// a fixed layout of Lanes partial sums whatever the vector width (see
+// Lanes).
 //
 // # Choosing the path
 //
