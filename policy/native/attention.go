@@ -2,6 +2,8 @@ package native
 
 import (
 	"math"
+
+	"github.com/agentrl/agentrl/internal/simd"
 )
 
 // Segments describes how packed rows form sequences for attention. Segment s
@@ -96,22 +98,8 @@ func (k *CPU) Attention(out []float32, ldo int, lse, qkv []float32, ldqkv int, s
 			for r := 0; r < rows; r++ {
 				vis := pn + i0 + r + 1 // visible keys: the prefix and own keys 0..i
 				row := sc[r*w : (r+1)*w]
-				mx := row[0]
-				for _, x := range row[1:vis] {
-					mx = max(mx, x)
-				}
-				var sum float32
-				for j := 0; j < vis; j++ {
-					e := expf(row[j] - mx)
-					row[j] = e
-					sum += e
-				}
-				inv := 1 / sum
-				for j := 0; j < vis; j++ {
-					row[j] *= inv
-				}
+				lse[(a+i0+r)*heads+h] = simd.Softmax(row[:vis])
 				clear(row[vis:])
-				lse[(a+i0+r)*heads+h] = mx + float32(math.Log(float64(sum)))
 			}
 			o := out[(a+i0)*ldo+h*headDim:]
 			beta := float32(0)
@@ -200,10 +188,7 @@ func (k *CPU) attnSegmentBackward(sh attnShape, dqkv, dout, qkv, lse []float32, 
 			for r := 0; r < rows; r++ {
 				vis := pn + i0 + r + 1
 				row := p[r*w : (r+1)*w]
-				l := lse[(a+i0+r)*heads+h]
-				for j := 0; j < vis; j++ {
-					row[j] = expf(row[j] - l)
-				}
+				simd.ExpSum(row[:vis], lse[(a+i0+r)*heads+h])
 				clear(row[vis:])
 			}
 			// dV += Pᵀ·dO and dP = dO·Vᵀ, split over [prefix | own] keys.
@@ -215,12 +200,7 @@ func (k *CPU) attnSegmentBackward(sh attnShape, dqkv, dout, qkv, lse []float32, 
 			gemm(false, false, true, rows, i1, hd, 1, do, ldo, v.data, ldqkv, 0, dp[pn:], w)
 			for r := 0; r < rows; r++ {
 				vis := pn + i0 + r + 1
-				pr := p[r*w : r*w+vis]
-				dr := dp[r*w : r*w+vis]
-				d := dot(pr, dr)
-				for j := range pr {
-					dr[j] = pr[j] * (dr[j] - d) * sh.scale
-				}
+				simd.SoftmaxBackward(p[r*w:r*w+vis], dp[r*w:r*w+vis], sh.scale)
 				clear(dp[r*w+vis : (r+1)*w])
 			}
 			// dQ = dS·K and dK += dSᵀ·Q, split the same way.

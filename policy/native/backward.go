@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/agentrl/agentrl/internal/simd"
 )
 
 // OutputGrads carries dL/d(output) per position, shaped like Outputs
@@ -105,7 +107,7 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 	}
 
 	// Head: logits → dlogits (in place), then back through h·Headᵀ.
-	kern.TokenLogProbsBackward(w.logits, sel, v, w.target, w.hlse, w.dlogp, w.dent)
+	kern.TokenLogProbsBackward(w.logits, sel, v, w.target, w.hlse, w.ent, w.dlogp, w.dent)
 	backLinear(w.dhsel, w.logits, w.hsel, m.head(), m.headGrad(), sel, d, v)
 	if c.ValueHead {
 		for i := 0; i < sel; i++ {
@@ -114,8 +116,8 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 				continue
 			}
 			h := w.hsel[i*d : (i+1)*d]
-			axpy(g, m.p.valueW, w.dhsel[i*d:(i+1)*d])
-			axpy(g, h, m.g.valueW)
+			simd.Axpy(g, m.p.valueW, w.dhsel[i*d:(i+1)*d])
+			simd.Axpy(g, h, m.g.valueW)
 			m.g.valueB[0] += g
 		}
 	}
@@ -125,7 +127,7 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 	clear(dxf)
 	for i := 0; i < sel; i++ {
 		r := int(w.selRow[i])
-		axpy(1, w.dhsel[i*d:(i+1)*d], dxf[r*d:(r+1)*d])
+		simd.Add(dxf[r*d:(r+1)*d], w.dhsel[i*d:(i+1)*d])
 	}
 	dx := w.dx[:n*d]
 	clear(dx)
@@ -147,7 +149,7 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 		kern.RoPE(w.dqkv, n, qkvd, 0, c.Heads+c.KVHeads, c.HeadDim(), w.pos, m.ropeCos, m.ropeSin, true)
 		if g.bqkv != nil {
 			for r := 0; r < n; r++ {
-				axpy(1, w.dqkv[r*qkvd:(r+1)*qkvd], g.bqkv)
+				simd.Add(g.bqkv, w.dqkv[r*qkvd:(r+1)*qkvd])
 			}
 		}
 		backLinear(w.dtmp, w.dqkv, w.xn1[l], p.wqkv, g.wqkv, n, d, qkvd)
@@ -157,7 +159,7 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 	// Embedding: scatter-add each row's gradient into its token's row.
 	for r := 0; r < n; r++ {
 		t := int(w.tok[r])
-		axpy(1, dx[r*d:(r+1)*d], m.g.embed[t*d:(t+1)*d])
+		simd.Add(m.g.embed[t*d:(t+1)*d], dx[r*d:(r+1)*d])
 	}
 	w.ready = false // the head logits were overwritten with their gradient
 	return nil

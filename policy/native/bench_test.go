@@ -219,7 +219,7 @@ func BenchmarkSampleUncached(b *testing.B) {
 		start := time.Now()
 		seq := append([]int(nil), prompt...)
 		st := m.newInferState()
-		s := &sampler{req: &req, rng: rand.New(rand.NewPCG(1, 1)), idx: make([]int32, 512), weight: make([]float64, 512)}
+		s := &sampler{req: &req, rng: rand.New(rand.NewPCG(1, 1)), idx: make([]int32, 512), weight: make([]float64, 512), probs: make([]float32, 512)}
 		for range 256 {
 			kc := newKVCache(m, len(seq), kvRef{})
 			caches := make([]*kvCache, len(seq))
@@ -228,7 +228,8 @@ func BenchmarkSampleUncached(b *testing.B) {
 				caches[i], toks[i] = kc, int32(t)
 			}
 			st.step(caches, toks)
-			seq = append(seq, s.pick(st.logitsFor([]int{len(seq) - 1})))
+			tok, _ := s.pick(st.logitsFor([]int{len(seq) - 1}))
+			seq = append(seq, tok)
 		}
 		uncached += time.Since(start)
 		start = time.Now()

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/agentrl/agentrl/internal/simd"
 )
 
 // Batch is a training or scoring batch of variable-length token sequences.
@@ -324,7 +326,7 @@ func (m *Model) Forward(ctx context.Context, b Batch) (*Outputs, error) {
 	kern.TokenLogProbs(w.logits, sel, v, w.target, w.logp, w.ent, w.hlse)
 	if c.ValueHead {
 		for i := 0; i < sel; i++ {
-			w.val[i] = dot(w.hsel[i*d:(i+1)*d], m.p.valueW) + m.p.valueB[0]
+			w.val[i] = simd.Dot(w.hsel[i*d:(i+1)*d], m.p.valueW) + m.p.valueB[0]
 		}
 	}
 

@@ -2,6 +2,8 @@ package native
 
 import (
 	"math"
+
+	"github.com/agentrl/agentrl/internal/simd"
 )
 
 // kvCache holds keys and values for every layer of a run of consecutive
@@ -183,28 +185,18 @@ func attendRow(out, q []float32, kc *kvCache, own, l, g, kvd int, scale float32,
 		c, cnt := kc.spanAt(i, own)
 		kT := c.k[l][g*hd*c.cap:]
 		for d := 0; d < hd && cnt > 0; d++ {
-			pureGo.Saxpy(cnt, qs[d], kT[d*c.cap:], 1, scores[off:], 1)
+			simd.Axpy(qs[d], kT[d*c.cap:d*c.cap+cnt], scores[off:off+cnt])
 		}
 		off += cnt
 	}
-	mx := float32(math.Inf(-1))
-	for _, s := range scores {
-		mx = max(mx, s)
-	}
-	var sum float32
-	for j, s := range scores {
-		e := expf(s - mx)
-		scores[j] = e
-		sum += e
-	}
+	simd.Softmax(scores)
 	clear(out)
-	inv := 1 / sum
 	off = 0
 	for i := 0; i <= len(kc.chain); i++ {
 		c, cnt := kc.spanAt(i, own)
 		v := c.v[l][g*hd:]
 		for j := 0; j < cnt; j++ {
-			pureGo.Saxpy(hd, scores[off+j]*inv, v[j*kvd:], 1, out, 1)
+			simd.Axpy(scores[off+j], v[j*kvd:j*kvd+hd], out)
 		}
 		off += cnt
 	}

@@ -1,8 +1,9 @@
 package native
 
 import (
-	"math"
 	"sync"
+
+	"github.com/agentrl/agentrl/internal/simd"
 )
 
 // Kernels is the set of numeric operations the model is built from. All
@@ -55,9 +56,10 @@ type Kernels interface {
 	// TokenLogProbs computes, for each row of logits (rows×vocab): lse, the
 	// log-probability of targets[row] and the entropy of the softmax.
 	TokenLogProbs(logits []float32, rows, vocab int, targets []int32, logp, entropy, lse []float32)
-	// TokenLogProbsBackward overwrites logits with dL/d(logits) given
-	// dL/d(logp) and dL/d(entropy) per row (either may be nil for zero).
-	TokenLogProbsBackward(logits []float32, rows, vocab int, targets []int32, lse, dlogp, dentropy []float32)
+	// TokenLogProbsBackward overwrites logits with dL/d(logits) given the
+	// lse and entropy TokenLogProbs computed, and dL/d(logp) and
+	// dL/d(entropy) per row (either may be nil for zero).
+	TokenLogProbsBackward(logits []float32, rows, vocab int, targets []int32, lse, entropy, dlogp, dentropy []float32)
 
 	// AdamW applies one decoupled-weight-decay Adam update to p in place:
 	// m ← β1·m + (1-β1)·g, v ← β2·v + (1-β2)·g², p ← p - lr·(m/bc1 /
@@ -85,14 +87,7 @@ func (*CPU) Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, l
 func (*CPU) RMSNorm(out, rstd, x, w []float32, rows, dim int, eps float32) {
 	parallelRows(rows, dim, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			xr := x[r*dim : (r+1)*dim]
-			s := dot(xr, xr)
-			rs := float32(1 / math.Sqrt(float64(s/float32(dim)+eps)))
-			rstd[r] = rs
-			or := out[r*dim : (r+1)*dim]
-			for i, v := range xr {
-				or[i] = v * rs * w[i]
-			}
+			rstd[r] = simd.RMSNorm(out[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim], w[:dim], eps)
 		}
 	})
 }
@@ -104,29 +99,14 @@ func (*CPU) RMSNorm(out, rstd, x, w []float32, rows, dim int, eps float32) {
 func (*CPU) RMSNormBackward(dx, dw, dout, x, w, rstd []float32, rows, dim int) {
 	parallelRows(rows, dim, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			xr := x[r*dim : (r+1)*dim]
-			dy := dout[r*dim : (r+1)*dim]
-			rs := rstd[r]
-			var s float32
-			for i, v := range xr {
-				s += dy[i] * w[i] * v
-			}
-			c := s * rs * rs * rs / float32(dim)
-			dxr := dx[r*dim : (r+1)*dim]
-			for i, v := range xr {
-				dxr[i] += rs*dy[i]*w[i] - c*v
-			}
+			simd.RMSNormBackward(dx[r*dim:(r+1)*dim], dout[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim], w[:dim], rstd[r])
 		}
 	})
-	// The weight gradient is a reduction over rows; done serially it is a
-	// small fraction of the step and needs no per-worker partial buffers.
+	// The weight gradient is a reduction over rows; done serially, in row
+	// order, it is the same whatever the number of workers, and a small
+	// fraction of the step.
 	for r := 0; r < rows; r++ {
-		xr := x[r*dim : (r+1)*dim]
-		dy := dout[r*dim : (r+1)*dim]
-		rs := rstd[r]
-		for i, v := range xr {
-			dw[i] += dy[i] * v * rs
-		}
+		simd.RMSNormWeightGrad(dw[:dim], dout[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim], rstd[r])
 	}
 }
 
@@ -136,21 +116,12 @@ func (*CPU) RoPE(x []float32, rows, ld, col0, heads, headDim int, pos []int32, c
 	parallelRows(rows, heads*headDim, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			p := int(pos[r])
-			c := cos[p*half : (p+1)*half]
-			s := sin[p*half : (p+1)*half]
-			for h := 0; h < heads; h++ {
-				v := x[r*ld+col0+h*headDim : r*ld+col0+(h+1)*headDim]
-				x1, x2 := v[:half], v[half:]
-				for i := range half {
-					a, b := x1[i], x2[i]
-					if inverse {
-						x1[i] = a*c[i] + b*s[i]
-						x2[i] = b*c[i] - a*s[i]
-					} else {
-						x1[i] = a*c[i] - b*s[i]
-						x2[i] = b*c[i] + a*s[i]
-					}
-				}
+			c, s := cos[p*half:(p+1)*half], sin[p*half:(p+1)*half]
+			row := x[r*ld+col0 : r*ld+col0+heads*headDim]
+			if inverse {
+				simd.RoPEInverse(row, c, s)
+			} else {
+				simd.RoPE(row, c, s)
 			}
 		}
 	})
@@ -160,12 +131,8 @@ func (*CPU) RoPE(x []float32, rows, ld, col0, heads, headDim int, pos []int32, c
 func (*CPU) SwiGLU(out, gu []float32, rows, dff int) {
 	parallelRows(rows, dff, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			g := gu[r*2*dff : r*2*dff+dff]
-			u := gu[r*2*dff+dff : (r+1)*2*dff]
-			o := out[r*dff : (r+1)*dff]
-			for j, gv := range g {
-				o[j] = gv * sigmoidf(gv) * u[j]
-			}
+			row := gu[r*2*dff : (r+1)*2*dff]
+			simd.SwiGLU(out[r*dff:(r+1)*dff], row[:dff], row[dff:])
 		}
 	})
 }
@@ -175,45 +142,17 @@ func (*CPU) SwiGLU(out, gu []float32, rows, dff int) {
 func (*CPU) SwiGLUBackward(dgu, dout, gu []float32, rows, dff int) {
 	parallelRows(rows, dff, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			g := gu[r*2*dff : r*2*dff+dff]
-			u := gu[r*2*dff+dff : (r+1)*2*dff]
-			dg := dgu[r*2*dff : r*2*dff+dff]
-			du := dgu[r*2*dff+dff : (r+1)*2*dff]
-			do := dout[r*dff : (r+1)*dff]
-			for j, gv := range g {
-				sg := sigmoidf(gv)
-				du[j] = do[j] * gv * sg
-				dg[j] = do[j] * u[j] * sg * (1 + gv*(1-sg))
-			}
+			row, drow := gu[r*2*dff:(r+1)*2*dff], dgu[r*2*dff:(r+1)*2*dff]
+			simd.SwiGLUBackward(drow[:dff], drow[dff:], dout[r*dff:(r+1)*dff], row[:dff], row[dff:])
 		}
 	})
-}
-
-// rowLSE returns max and log-sum-exp of a row.
-func rowLSE(z []float32) float32 {
-	mx := float32(math.Inf(-1))
-	for _, v := range z {
-		if v > mx {
-			mx = v
-		}
-	}
-	var s float32
-	for _, v := range z {
-		s += expf(v - mx)
-	}
-	return mx + float32(math.Log(float64(s)))
 }
 
 // LogSoftmax implements Kernels.
 func (*CPU) LogSoftmax(out, x []float32, rows, n int) {
 	parallelRows(rows, n, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			z := x[r*n : (r+1)*n]
-			l := rowLSE(z)
-			o := out[r*n : (r+1)*n]
-			for i, v := range z {
-				o[i] = v - l
-			}
+			simd.LogSoftmax(out[r*n:(r+1)*n], x[r*n:(r+1)*n])
 		}
 	})
 }
@@ -223,26 +162,16 @@ func (*CPU) LogSoftmax(out, x []float32, rows, n int) {
 func (*CPU) TokenLogProbs(logits []float32, rows, vocab int, targets []int32, logp, entropy, lse []float32) {
 	parallelRows(rows, vocab, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			z := logits[r*vocab : (r+1)*vocab]
-			l := rowLSE(z)
-			var spz float32
-			for _, v := range z {
-				spz += expf(v-l) * v
-			}
-			lse[r] = l
-			logp[r] = z[targets[r]] - l
-			entropy[r] = l - spz
+			lse[r], logp[r], entropy[r] = simd.TokenLogProb(logits[r*vocab:(r+1)*vocab], int(targets[r]))
 		}
 	})
 }
 
 // TokenLogProbsBackward implements Kernels. With p = softmax(z):
 // d logp_t/dz_j = 1[j=t] - p_j and dH/dz_j = -p_j·(log p_j + H).
-func (*CPU) TokenLogProbsBackward(logits []float32, rows, vocab int, targets []int32, lse, dlogp, dentropy []float32) {
+func (*CPU) TokenLogProbsBackward(logits []float32, rows, vocab int, targets []int32, lse, entropy, dlogp, dentropy []float32) {
 	parallelRows(rows, vocab, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
-			z := logits[r*vocab : (r+1)*vocab]
-			l := lse[r]
 			var gl, ge float32
 			if dlogp != nil {
 				gl = dlogp[r]
@@ -250,36 +179,18 @@ func (*CPU) TokenLogProbsBackward(logits []float32, rows, vocab int, targets []i
 			if dentropy != nil {
 				ge = dentropy[r]
 			}
-			var h float32
-			if ge != 0 {
-				var spz float32
-				for _, v := range z {
-					spz += expf(v-l) * v
-				}
-				h = l - spz
-			}
-			for j, v := range z {
-				lp := v - l
-				p := expf(lp)
-				z[j] = -gl*p - ge*p*(lp+h)
-			}
-			z[targets[r]] += gl
+			simd.TokenLogProbBackward(logits[r*vocab:(r+1)*vocab], int(targets[r]), lse[r], entropy[r], gl, ge)
 		}
 	})
 }
 
-// AdamW implements Kernels.
+// AdamW implements Kernels. It is elementwise, so the split into chunks
+// does not change a result.
 func (*CPU) AdamW(p, g, m, v []float32, lr, beta1, beta2, eps, wd, bc1, bc2 float32) {
-	parallelRows(len(p), 1, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			gi := g[i]
-			mi := beta1*m[i] + (1-beta1)*gi
-			vi := beta2*v[i] + (1-beta2)*gi*gi
-			m[i], v[i] = mi, vi
-			mhat := mi / bc1
-			vhat := vi / bc2
-			p[i] -= lr * (mhat/(float32(math.Sqrt(float64(vhat)))+eps) + wd*p[i])
-		}
+	const chunk = 1 << 14
+	parallelRows((len(p)+chunk-1)/chunk, chunk, func(lo, hi int) {
+		a, b := lo*chunk, min(hi*chunk, len(p))
+		simd.AdamW(p[a:b], g[a:b], m[a:b], v[a:b], lr, beta1, beta2, eps, wd, bc1, bc2)
 	})
 }
 
@@ -305,7 +216,7 @@ func linear(kern Kernels, y, x, w, bias []float32, n, in, out int, accumulate bo
 	if bias != nil {
 		for r := 0; r < n; r++ {
 			if accumulate {
-				axpy(1, bias, y[r*out:(r+1)*out])
+				simd.Add(y[r*out:(r+1)*out], bias)
 			} else {
 				copy(y[r*out:(r+1)*out], bias)
 			}

@@ -6,25 +6,6 @@ import (
 	"testing"
 )
 
-func TestExpf(t *testing.T) {
-	var worst float64
-	for x := -87.0; x <= 88; x += 0.0137 {
-		got := float64(expf(float32(x)))
-		// Compare against exp of the float32-rounded input.
-		want := math.Exp(float64(float32(x)))
-		worst = math.Max(worst, math.Abs(got-want)/want)
-	}
-	if worst > 3e-7 {
-		t.Errorf("expf relative error %g", worst)
-	}
-	if expf(-100) != 0 || !math.IsInf(float64(expf(100)), 1) || expf(0) != 1 {
-		t.Errorf("expf edge cases: %g %g %g", expf(-100), expf(100), expf(0))
-	}
-	if nan := expf(float32(math.NaN())); nan == nan {
-		t.Error("expf(NaN) is not NaN")
-	}
-}
-
 // naiveAttention is a float64 reference for packed causal GQA attention
 // with shared prefixes, and its backward.
 func naiveAttention(qkv, dout []float32, seg Segments, heads, kvHeads, hd int) (out, dqkv []float64) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/agentrl/agentrl/internal/simd"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -48,8 +49,9 @@ type sampler struct {
 	cache  *kvCache
 	out    SampleResult
 	done   bool
-	idx    []int32   // candidate order scratch
-	weight []float64 // candidate weights scratch
+	idx    []int32   // candidate order scratch (truncated sampling)
+	weight []float64 // candidate weights scratch (truncated sampling)
+	probs  []float32 // exp weights over the vocabulary
 }
 
 func (m *Model) checkSample(i int, r *SampleRequest) error {
@@ -92,6 +94,7 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 			rng:    rand.New(rand.NewPCG(r.Seed, r.Seed^0x5851f42d4c957f2d)),
 			idx:    make([]int32, m.cfg.Vocab),
 			weight: make([]float64, m.cfg.Vocab),
+			probs:  make([]float32, m.cfg.Vocab),
 			out: SampleResult{
 				Tokens:   make([]int, 0, r.MaxNewTokens),
 				LogProbs: make([]float32, 0, r.MaxNewTokens),
@@ -215,8 +218,7 @@ const maxChunkRows = 4096
 
 // emit samples the next token from raw logits and records it.
 func (s *sampler) emit(z []float32) {
-	tok := s.pick(z)
-	lse := rowLSE(z)
+	tok, lse := s.pick(z)
 	s.out.Tokens = append(s.out.Tokens, tok)
 	s.out.LogProbs = append(s.out.LogProbs, z[tok]-lse)
 	switch {
@@ -227,42 +229,41 @@ func (s *sampler) emit(z []float32) {
 	}
 }
 
-// pick chooses a token: argmax at temperature 0, otherwise a draw from
-// softmax(z/T) restricted to the top-K tokens and then to the top-P nucleus
-// (the order vLLM and Hugging Face use). Ties are broken by lower id.
-func (s *sampler) pick(z []float32) int {
+// pick chooses a token and returns it with the log-sum-exp of the raw
+// logits (for its log-prob at temperature 1): argmax at temperature 0,
+// otherwise a draw from softmax(z/T) restricted to the top-K tokens and then
+// to the top-P nucleus (the order vLLM and Hugging Face use). Ties are
+// broken by lower id. Without truncation the draw is one fused pass over
+// the vocabulary (simd.SoftmaxTemp, simd.SampleIndex) into the sampler's
+// own buffer.
+func (s *sampler) pick(z []float32) (int, float32) {
 	r := s.req
 	if r.Temperature == 0 {
-		best := 0
-		for i, x := range z {
-			if x > z[best] {
-				best = i
-			}
+		return simd.Argmax(z), simd.LogSumExp(z)
+	}
+	truncate := r.TopK > 0 && r.TopK < len(z) || r.TopP > 0 && r.TopP < 1
+	if !truncate {
+		p := s.probs[:len(z)]
+		sum, lse := simd.SoftmaxTemp(p, z, 1/r.Temperature)
+		if k := simd.SampleIndex(p, sum, s.rng.Float64()); k >= 0 {
+			return k, lse
 		}
-		return best
+		return simd.Argmax(z), lse // every weight underflowed: only possible with non-finite logits
 	}
 	idx := s.idx[:len(z)]
 	for i := range idx {
 		idx[i] = int32(i)
 	}
-	truncate := r.TopK > 0 && r.TopK < len(z) || r.TopP > 0 && r.TopP < 1
-	if truncate {
-		slices.SortFunc(idx, func(a, b int32) int {
-			if c := cmp.Compare(z[b], z[a]); c != 0 {
-				return c
-			}
-			return cmp.Compare(a, b)
-		})
-		if r.TopK > 0 && r.TopK < len(idx) {
-			idx = idx[:r.TopK]
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := cmp.Compare(z[b], z[a]); c != 0 {
+			return c
 		}
+		return cmp.Compare(a, b)
+	})
+	if r.TopK > 0 && r.TopK < len(idx) {
+		idx = idx[:r.TopK]
 	}
 	mx := z[idx[0]]
-	if !truncate {
-		for _, x := range z {
-			mx = max(mx, x)
-		}
-	}
 	invT := 1 / float64(r.Temperature)
 	w := s.weight[:len(idx)]
 	var total float64
@@ -285,8 +286,8 @@ func (s *sampler) pick(z []float32) int {
 	for i := range w {
 		cum += w[i]
 		if u < cum {
-			return int(idx[i])
+			return int(idx[i]), simd.LogSumExp(z)
 		}
 	}
-	return int(idx[len(idx)-1])
+	return int(idx[len(idx)-1]), simd.LogSumExp(z)
 }

@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"fmt"
+	"github.com/agentrl/agentrl/internal/simd"
 )
 
 // ScoreRequest asks for the teacher-forced log-probabilities of several
@@ -77,7 +78,7 @@ func (m *Model) Score(ctx context.Context, reqs []ScoreRequest) ([][][]float32, 
 		logits := st.logitsFor(rows)
 		for i := lo; i < hi; i++ {
 			z := logits[(i-lo)*v : (i-lo+1)*v]
-			lse := rowLSE(z)
+			lse := simd.LogSumExp(z)
 			out[i] = make([][]float32, len(reqs[i].Continuations))
 			for j, c := range reqs[i].Continuations {
 				out[i][j] = make([]float32, len(c))
@@ -125,7 +126,7 @@ func (m *Model) Score(ctx context.Context, reqs []ScoreRequest) ([][][]float32, 
 		parallelRows(len(rows), v, func(a, b int) {
 			for r := a; r < b; r++ {
 				z := logits[r*v : (r+1)*v]
-				*dest[r] = z[targets[r]] - rowLSE(z)
+				*dest[r] = z[targets[r]] - simd.LogSumExp(z)
 			}
 		})
 		lo = hi
