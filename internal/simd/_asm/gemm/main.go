@@ -1,0 +1,530 @@
+// Command gemm generates the GEMM micro-kernels (gemm_amd64.s) and the FMA
+// peak loops (peak_amd64.s) of package simd.
+//
+//	go run ./gemm -kind gemm -out ../gemm_amd64.s
+//	go run ./gemm -kind peak -out ../peak_amd64.s
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+var kind = flag.String("kind", "gemm", "what to generate: gemm or peak")
+
+var prefetch = true
+
+var prefetchDist = 32
+
+func main() {
+	flag.Parse()
+	ConstraintExpr("amd64,!purego")
+	switch *kind {
+	case "gemm":
+		gemm()
+	case "peak":
+		peak()
+	default:
+		log.Fatalf("unknown -kind %q", *kind)
+	}
+	Generate()
+}
+
+// Flag bits of the kernels' flags argument; gemm_amd64.go and the portable
+// kernel use the same values.
+const (
+	flagLoad    = 1 // start from the raw sums in acc instead of zero
+	flagPartial = 2 // store the raw sums to acc instead of finishing C
+	flagBeta0   = 4 // beta == 0: write C without reading it
+	flagRows    = 8 // A element (r, p) at a[r*astride+p], else a[r+p*astride]
+)
+
+// spec is one micro-kernel family: mr rows of nv vectors of vl lanes.
+type spec struct {
+	name string
+	zmm  bool
+	mr   int
+	nv   int
+	vl   int
+}
+
+func (s spec) nr() int { return s.nv * s.vl }
+
+func (s spec) vreg(i int) VecPhysical {
+	if s.zmm {
+		return zregs[i]
+	}
+	return yregs[i]
+}
+
+// acc is the accumulator of row r, vector v.
+func (s spec) acc(r, v int) VecPhysical { return s.vreg(r*s.nv + v) }
+
+// bvec is the register that holds vector v of the current row of B.
+func (s spec) bvec(v int) VecPhysical { return s.vreg(s.mr*s.nv + v) }
+
+// bcast is the register for the broadcast of row r's element of A.
+func (s spec) bcast(r int) VecPhysical {
+	first := s.mr*s.nv + s.nv
+	n := len(yregs)
+	if s.zmm {
+		n = 30 // Z30, Z31 hold alpha and beta in the epilogue only
+	}
+	return s.vreg(first + r%(n-first))
+}
+
+var (
+	zregs = []VecPhysical{Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15,
+		Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, Z24, Z25, Z26, Z27, Z28, Z29, Z30, Z31}
+	yregs = []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
+)
+
+// Register use of the kernels (fixed, so that the generated code is easy
+// to read next to this program).
+var (
+	aBase   = RAX // A at the current panel of rows
+	cBase   = RBX // C at the current panel of rows
+	accBase = RCX // raw sums of the current panel
+	mLeft   = RDX // rows left
+	aPtr    = RSI // A in the k loop (rows 0-3 in rows mode)
+	bPtr    = RDI // B in the k loop
+	aStride = R8  // A stride (bytes)
+	bStride = R9  // B row stride (bytes)
+	kLeft   = R10 // k steps left
+	aPtr1   = R11 // rows 4-7 in rows mode; scratch otherwise
+	aPtr2   = R12 // rows 8-11 in rows mode; scratch otherwise
+	aStr3   = R13 // 3·aStride in rows mode; scratch otherwise
+)
+
+const kernelSig = "func(m, k int, a *float32, apanel, astride int, b *float32, bs int, c *float32, ldc int, acc *float32, nr, flags int, alpha, beta float32)"
+
+func gemm() {
+	maskTable = GLOBL("gemmMaskAVX2", RODATA|NOPTR)
+	for i := 0; i < 16; i++ {
+		DATA(4*i, U32(0xffffffff))
+	}
+	for i := 16; i < 32; i++ {
+		DATA(4*i, U32(0))
+	}
+	kernel(spec{name: "gemmKernelAVX2", mr: 6, nv: 2, vl: 8})
+	kernel(spec{name: "gemmKernelAVX512", zmm: true, mr: 12, nv: 2, vl: 16})
+	transpose8()
+}
+
+// transpose8 generates the packing of a transposed B: up to 8 rows of B,
+// k floats each, become 8 columns of a packed panel (row stride packW).
+func transpose8() {
+	TEXT("gemmTranspose8AVX", NOSPLIT, "func(dst, src *float32, rows, k, lds int)")
+	Doc("gemmTranspose8AVX stores dst[p*32+i] = src[i*lds+p] for p < k, i < 8,",
+		"with zeros for i ≥ rows (1 ≤ rows ≤ 8, k ≥ 1).")
+	const ld = 4 * 32 // packW floats
+	ptr := []Register{RAX, RBX, RCX, RDX, R8, R9, R10, R11}
+	dst, off, n, mask := RDI, RSI, R12, R13
+	Load(Param("src"), ptr[0])
+	Load(Param("lds"), mask)
+	SHLQ(U8(2), mask)
+	Load(Param("rows"), n)
+	// Rows past the last are read again from the last one, then masked.
+	for i := 1; i < 8; i++ {
+		LEAQ(Mem{Base: ptr[i-1], Index: mask, Scale: 1}, ptr[i])
+		CMPQ(n, U32(i))
+		CMOVQLE(ptr[i-1], ptr[i])
+	}
+	MOVQ(U32(16), off)
+	SUBQ(n, off)
+	LEAQ(maskTable, mask)
+	LEAQ(Mem{Base: mask, Index: off, Scale: 4}, mask)
+	Load(Param("dst"), dst)
+	XORQ(off, off)
+	Load(Param("k"), n)
+	SHRQ(U8(3), n)
+	JZ(LabelRef("transpose8_tail"))
+
+	r := yregs[:8]
+	o := yregs[8:]
+	load := func(m Op) {
+		for i := 0; i < 8; i++ {
+			if m == nil {
+				VMOVUPS(Mem{Base: ptr[i], Index: off, Scale: 1}, r[i])
+			} else {
+				VMASKMOVPS(Mem{Base: ptr[i], Index: off, Scale: 1}, m, r[i])
+			}
+		}
+	}
+	transpose := func() {
+		for i := 0; i < 4; i++ {
+			VUNPCKLPS(r[2*i+1], r[2*i], o[2*i])
+			VUNPCKHPS(r[2*i+1], r[2*i], o[2*i+1])
+		}
+		// o: t0..t7; r: s0..s7.
+		for _, h := range []int{0, 4} {
+			VSHUFPS(U8(0x44), o[h+2], o[h], r[h])
+			VSHUFPS(U8(0xee), o[h+2], o[h], r[h+1])
+			VSHUFPS(U8(0x44), o[h+3], o[h+1], r[h+2])
+			VSHUFPS(U8(0xee), o[h+3], o[h+1], r[h+3])
+		}
+		for i := 0; i < 4; i++ {
+			VPERM2F128(U8(0x20), r[i+4], r[i], o[i])
+			VPERM2F128(U8(0x31), r[i+4], r[i], o[i+4])
+		}
+		for i := 0; i < 8; i++ {
+			VANDPS(Mem{Base: mask}, o[i], o[i])
+		}
+	}
+	Label("transpose8_loop")
+	load(nil)
+	transpose()
+	for i := 0; i < 8; i++ {
+		VMOVUPS(o[i], Mem{Base: dst, Disp: i * ld})
+	}
+	ADDQ(U32(32), off)
+	ADDQ(U32(8*ld), dst)
+	DECQ(n)
+	JNZ(LabelRef("transpose8_loop"))
+
+	// The last k%8 columns of the rows, with masked loads.
+	Label("transpose8_tail")
+	Load(Param("k"), n)
+	ANDQ(U32(7), n)
+	JZ(LabelRef("transpose8_done"))
+	// Mask of the first k%8 lanes: at mask + 4·(rows - k%8).
+	spill := AllocLocal(8)
+	MOVQ(dst, spill)
+	Load(Param("rows"), dst)
+	SUBQ(n, dst)
+	VMOVUPS(Mem{Base: mask, Index: dst, Scale: 4}, Y15)
+	MOVQ(spill, dst)
+	load(Y15)
+	transpose()
+	for i := 0; i < 8; i++ {
+		if i > 0 {
+			CMPQ(n, U32(i))
+			JLE(LabelRef("transpose8_done"))
+		}
+		VMOVUPS(o[i], Mem{Base: dst, Disp: i * ld})
+	}
+	Label("transpose8_done")
+	VZEROUPPER()
+	RET()
+}
+
+// maskTable holds 16 all-ones words followed by 16 zero words: the mask of
+// the first n lanes starts at word 16-n.
+var maskTable Mem
+
+// paramAddr is the frame address of a scalar parameter.
+func paramAddr(name string) Mem {
+	b, err := Param(name).Resolve()
+	if err != nil {
+		log.Fatal(err)
+	}
+	return b.Addr
+}
+
+func kernel(s spec) {
+	TEXT(s.name, NOSPLIT, kernelSig)
+	Doc(fmt.Sprintf("%s computes C rows [0,m) × columns [0,nr) of one %d-column strip", s.name, s.nr()),
+		fmt.Sprintf("in panels of %d rows; see gemm_amd64.go.", s.mr))
+
+	if s.zmm {
+		// K1, K2: which of the strip's columns to store.
+		Load(Param("nr"), RCX)
+		MOVQ(U32(1), R11)
+		SHLQ(CL, R11)
+		DECQ(R11)
+		KMOVW(R11.As32(), K1)
+		SHRQ(U8(16), R11)
+		KMOVW(R11.As32(), K2)
+	}
+	Load(Param("a"), aBase)
+	Load(Param("c"), cBase)
+	Load(Param("acc"), accBase)
+	Load(Param("m"), mLeft)
+
+	Label(s.name + "_panel")
+	CMPQ(mLeft, U32(s.mr))
+	JB(LabelRef(s.name + "_edge"))
+	body(s, s.mr)
+	// Next panel of rows.
+	Load(Param("apanel"), R11)
+	SHLQ(U8(2), R11)
+	ADDQ(R11, aBase)
+	Load(Param("ldc"), R11)
+	IMUL3Q(U32(4*s.mr), R11, R11)
+	ADDQ(R11, cBase)
+	ADDQ(U32(4*s.mr*s.nr()), accBase)
+	SUBQ(U32(s.mr), mLeft)
+	JNZ(LabelRef(s.name + "_panel"))
+	VZEROUPPER()
+	RET()
+
+	Label(s.name + "_edge")
+	for mr := 1; mr < s.mr; mr++ {
+		CMPQ(mLeft, U32(mr))
+		JE(LabelRef(fmt.Sprintf("%s_m%d", s.name, mr)))
+	}
+	VZEROUPPER()
+	RET()
+	for mr := 1; mr < s.mr; mr++ {
+		Label(fmt.Sprintf("%s_m%d", s.name, mr))
+		body(s, mr)
+		VZEROUPPER()
+		RET()
+	}
+}
+
+// body computes one panel of mr rows.
+func body(s spec, mr int) {
+	l := func(what string) string { return fmt.Sprintf("%s_%s%d", s.name, what, mr) }
+	vbytes := 4 * s.vl
+	accRow := 4 * s.nr()
+
+	// Initial sums: zero or the raw sums of the previous k block.
+	Load(Param("flags"), R11)
+	TESTQ(U32(flagLoad), R11)
+	JZ(LabelRef(l("zero")))
+	for r := 0; r < mr; r++ {
+		for v := 0; v < s.nv; v++ {
+			VMOVUPS(Mem{Base: accBase, Disp: r*accRow + v*vbytes}, s.acc(r, v))
+		}
+	}
+	JMP(LabelRef(l("init")))
+	Label(l("zero"))
+	for r := 0; r < mr; r++ {
+		for v := 0; v < s.nv; v++ {
+			a := s.acc(r, v)
+			VXORPS(a, a, a)
+		}
+	}
+	Label(l("init"))
+
+	Load(Param("k"), kLeft)
+	Load(Param("b"), bPtr)
+	Load(Param("bs"), bStride)
+	SHLQ(U8(2), bStride)
+	Load(Param("astride"), aStride)
+	SHLQ(U8(2), aStride)
+	MOVQ(aBase, aPtr)
+	TESTQ(U32(flagRows), R11)
+	JNZ(LabelRef(l("rows")))
+
+	// A panel mode: row r of step p at aPtr + 4r, aPtr advancing by aStride.
+	if prefetch {
+		IMUL3Q(U32(prefetchDist), aStride, aPtr1)
+		IMUL3Q(U32(prefetchDist), bStride, aPtr2)
+	}
+	Label(l("kpanel"))
+	if prefetch {
+		PREFETCHT0(Mem{Base: aPtr, Index: aPtr1, Scale: 1})
+		for v := 0; v < s.nv; v += 64 / vbytes {
+			PREFETCHT0(Mem{Base: bPtr, Index: aPtr2, Scale: 1, Disp: v * vbytes})
+		}
+	}
+	for v := 0; v < s.nv; v++ {
+		VMOVUPS(Mem{Base: bPtr, Disp: v * vbytes}, s.bvec(v))
+	}
+	for r := 0; r < mr; r++ {
+		VBROADCASTSS(Mem{Base: aPtr, Disp: 4 * r}, s.bcast(r))
+		for v := 0; v < s.nv; v++ {
+			VFMADD231PS(s.bvec(v), s.bcast(r), s.acc(r, v))
+		}
+	}
+	ADDQ(aStride, aPtr)
+	ADDQ(bStride, bPtr)
+	DECQ(kLeft)
+	JNZ(LabelRef(l("kpanel")))
+	JMP(LabelRef(l("epi")))
+
+	// A rows mode: row r of step p at row r's pointer + 4p.
+	Label(l("rows"))
+	if mr > 4 {
+		LEAQ(Mem{Base: aPtr, Index: aStride, Scale: 4}, aPtr1)
+	}
+	if mr > 8 {
+		LEAQ(Mem{Base: aPtr1, Index: aStride, Scale: 4}, aPtr2)
+	}
+	if mr >= 4 {
+		LEAQ(Mem{Base: aStride, Index: aStride, Scale: 2}, aStr3)
+	}
+	Label(l("krows"))
+	if prefetch {
+		for v := 0; v < s.nv; v += 64 / vbytes {
+			PREFETCHT0(Mem{Base: bPtr, Index: bStride, Scale: 8, Disp: v * vbytes})
+		}
+	}
+	for v := 0; v < s.nv; v++ {
+		VMOVUPS(Mem{Base: bPtr, Disp: v * vbytes}, s.bvec(v))
+	}
+	for r := 0; r < mr; r++ {
+		base := []Register{aPtr, aPtr1, aPtr2}[r/4]
+		m := Mem{Base: base}
+		switch r % 4 {
+		case 1:
+			m = Mem{Base: base, Index: aStride, Scale: 1}
+		case 2:
+			m = Mem{Base: base, Index: aStride, Scale: 2}
+		case 3:
+			m = Mem{Base: base, Index: aStr3, Scale: 1}
+		}
+		VBROADCASTSS(m, s.bcast(r))
+		for v := 0; v < s.nv; v++ {
+			VFMADD231PS(s.bvec(v), s.bcast(r), s.acc(r, v))
+		}
+	}
+	ADDQ(U32(4), aPtr)
+	if mr > 4 {
+		ADDQ(U32(4), aPtr1)
+	}
+	if mr > 8 {
+		ADDQ(U32(4), aPtr2)
+	}
+	ADDQ(bStride, bPtr)
+	DECQ(kLeft)
+	JNZ(LabelRef(l("krows")))
+
+	Label(l("epi"))
+	Load(Param("flags"), R11)
+	TESTQ(U32(flagPartial), R11)
+	JZ(LabelRef(l("final")))
+	for r := 0; r < mr; r++ {
+		for v := 0; v < s.nv; v++ {
+			VMOVUPS(s.acc(r, v), Mem{Base: accBase, Disp: r*accRow + v*vbytes})
+		}
+	}
+	JMP(LabelRef(l("done")))
+
+	// C = alpha·acc (beta == 0) or fma(alpha, acc, beta·C).
+	Label(l("final"))
+	cPtr, ldc := aPtr, aStride
+	MOVQ(cBase, cPtr)
+	Load(Param("ldc"), ldc)
+	SHLQ(U8(2), ldc)
+	if s.zmm {
+		alpha, beta, t := Z30, Z31, Z24
+		VBROADCASTSS(paramAddr("alpha"), alpha)
+		VBROADCASTSS(paramAddr("beta"), beta)
+		TESTQ(U32(flagBeta0), R11)
+		JZ(LabelRef(l("beta")))
+		for r := 0; r < mr; r++ {
+			for v := 0; v < s.nv; v++ {
+				VMULPS(alpha, s.acc(r, v), s.acc(r, v))
+				VMOVUPS(s.acc(r, v), []Op{K1, K2}[v], Mem{Base: cPtr, Disp: v * vbytes})
+			}
+			if r < mr-1 {
+				ADDQ(ldc, cPtr)
+			}
+		}
+		JMP(LabelRef(l("done")))
+		Label(l("beta"))
+		for r := 0; r < mr; r++ {
+			for v := 0; v < s.nv; v++ {
+				k := []Op{K1, K2}[v]
+				VMOVUPS_Z(Mem{Base: cPtr, Disp: v * vbytes}, k, t)
+				VMULPS(beta, t, t)
+				VFMADD231PS(alpha, s.acc(r, v), t)
+				VMOVUPS(t, k, Mem{Base: cPtr, Disp: v * vbytes})
+			}
+			if r < mr-1 {
+				ADDQ(ldc, cPtr)
+			}
+		}
+	} else {
+		alpha, beta, t, mk := Y12, Y13, Y14, Y15
+		VBROADCASTSS(paramAddr("alpha"), alpha)
+		VBROADCASTSS(paramAddr("beta"), beta)
+		Load(Param("nr"), aPtr2)
+		CMPQ(aPtr2, U32(s.nr()))
+		JNE(LabelRef(l("masked")))
+		TESTQ(U32(flagBeta0), R11)
+		JZ(LabelRef(l("beta")))
+		for r := 0; r < mr; r++ {
+			for v := 0; v < s.nv; v++ {
+				VMULPS(alpha, s.acc(r, v), s.acc(r, v))
+				VMOVUPS(s.acc(r, v), Mem{Base: cPtr, Disp: v * vbytes})
+			}
+			if r < mr-1 {
+				ADDQ(ldc, cPtr)
+			}
+		}
+		JMP(LabelRef(l("done")))
+		Label(l("beta"))
+		for r := 0; r < mr; r++ {
+			for v := 0; v < s.nv; v++ {
+				VMULPS(Mem{Base: cPtr, Disp: v * vbytes}, beta, t)
+				VFMADD231PS(alpha, s.acc(r, v), t)
+				VMOVUPS(t, Mem{Base: cPtr, Disp: v * vbytes})
+			}
+			if r < mr-1 {
+				ADDQ(ldc, cPtr)
+			}
+		}
+		JMP(LabelRef(l("done")))
+
+		// Fewer than nr columns: VMASKMOVPS with masks from maskTable.
+		Label(l("masked"))
+		NEGQ(aPtr2)
+		ADDQ(U32(s.nr()), aPtr2)
+		LEAQ(maskTable, aStr3)
+		maskAt := func(v int) Mem { return Mem{Base: aStr3, Index: aPtr2, Scale: 4, Disp: v * vbytes} }
+		TESTQ(U32(flagBeta0), R11)
+		JZ(LabelRef(l("mbeta")))
+		for r := 0; r < mr; r++ {
+			for v := 0; v < s.nv; v++ {
+				VMOVUPS(maskAt(v), mk)
+				VMULPS(alpha, s.acc(r, v), s.acc(r, v))
+				VMASKMOVPS(s.acc(r, v), mk, Mem{Base: cPtr, Disp: v * vbytes})
+			}
+			if r < mr-1 {
+				ADDQ(ldc, cPtr)
+			}
+		}
+		JMP(LabelRef(l("done")))
+		Label(l("mbeta"))
+		for r := 0; r < mr; r++ {
+			for v := 0; v < s.nv; v++ {
+				VMOVUPS(maskAt(v), mk)
+				VMASKMOVPS(Mem{Base: cPtr, Disp: v * vbytes}, mk, t)
+				VMULPS(beta, t, t)
+				VFMADD231PS(alpha, s.acc(r, v), t)
+				VMASKMOVPS(t, mk, Mem{Base: cPtr, Disp: v * vbytes})
+			}
+			if r < mr-1 {
+				ADDQ(ldc, cPtr)
+			}
+		}
+	}
+	Label(l("done"))
+}
+
+// peak generates the FMA throughput loops: n iterations of independent
+// multiply-add chains, enough of them to cover the FMA latency on every
+// port.
+func peak() {
+	peakLoop("peakFMA512", zregs[:24], Z30, Z31)
+	peakLoop("peakFMA256", yregs[:12], Y14, Y15)
+}
+
+func peakLoop(name string, accs []VecPhysical, x, y VecPhysical) {
+	TEXT(name, NOSPLIT, "func(n int)")
+	Doc(fmt.Sprintf("%s runs n iterations of %d independent vector FMA chains.", name, len(accs)))
+	Load(Param("n"), RCX)
+	for _, r := range append([]VecPhysical{x, y}, accs...) {
+		VXORPS(r, r, r)
+	}
+	TESTQ(RCX, RCX)
+	JLE(LabelRef(name + "_done"))
+	Label(name + "_loop")
+	for _, r := range accs {
+		VFMADD231PS(x, y, r)
+	}
+	DECQ(RCX)
+	JNZ(LabelRef(name + "_loop"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
+}
