@@ -1,0 +1,273 @@
+package simd
+
+import (
+	"runtime"
+	"sync"
+)
+
+// The GEMM driver follows BLIS: C is cut into blocks of at most mc rows
+// and nc columns (the unit of work of a goroutine); for each block, k is
+// cut into pieces of at most kc steps; for each piece, a strip call of the
+// micro-kernel sweeps one nr-column strip of B (which stays in L1) down
+// all the block's rows in panels of mr rows, reading A from a block that
+// stays in L2.
+//
+// A is read in place: its row-major form (NN, NT) by rows, its transposed
+// form (TN, TT) by columns, which is already the layout of a packed A
+// panel. B is read in place when it is not transposed, except for a last
+// strip narrower than nr, which is copied into a zero-padded buffer; a
+// transposed B is packed whole, first, into panels of packW columns (the
+// layout PackedB keeps).
+//
+// When k is cut, the raw sums s of a block are kept in a scratch buffer
+// between pieces and the next piece continues from them, so the
+// arithmetic of every element is the same whatever kc: a plain sequence of
+// FMAs over k. Only the last piece applies alpha and beta.
+
+// packW is the column width of the panels of a packed B.
+const packW = 32
+
+// Flag bits of a strip call (the same values as in the generator).
+const (
+	flagLoad    = 1 // start from the raw sums in acc instead of zero
+	flagPartial = 2 // store the raw sums to acc instead of finishing C
+	flagBeta0   = 4 // beta == 0: write C without reading it
+	flagRows    = 8 // A element (r, p) at a[r*astride+p], else a[r+p*astride]
+)
+
+// stripFunc computes C[r][j] for r in [0,m) and j in [0,nr) (nr ≤ the
+// kernel's width) at c[coff:] with leading dimension ldc, over k steps:
+//
+//   - A element (r, p) is at a[aoff + (r%mr) + p*astride + (r/mr)*apanel],
+//     or, with flagRows, at a[aoff + (r%mr)*astride + p + (r/mr)*apanel];
+//   - B element (p, j) is at b[boff + p*bs + j] for j below the kernel's
+//     width (all of them readable, padding included);
+//   - the raw sums of the panel of rows starting at r are at
+//     acc[accoff + r*width:], row after row, for flagLoad and flagPartial.
+type stripFunc func(m, k int, a []float32, aoff, apanel, astride int, b []float32, boff, bs int, c []float32, coff, ldc int, acc []float32, accoff, nr, flags int, alpha, beta float32)
+
+// gemmKernel is a micro-kernel and the blocking that suits it.
+type gemmKernel struct {
+	mr, nr int // register tile
+	kc     int // longest piece of k
+	mc     int // rows of a block of C (a multiple of mr)
+	nc     int // columns of a block of C (a multiple of packW)
+	strip  stripFunc
+}
+
+// kernels holds the kernel of each level; levels without one use the
+// portable kernel.
+var kernels [AVX512 + 1]*gemmKernel
+
+func kernelFor(l Level) *gemmKernel {
+	if l >= 0 && int(l) < len(kernels) && kernels[l] != nil {
+		return kernels[l]
+	}
+	return kernels[Portable]
+}
+
+// Products with fewer multiply-adds than this run on one goroutine.
+const parallelMinWork = 1 << 20
+
+// gemmOp is one product being computed.
+type gemmOp struct {
+	kern           *gemmKernel
+	transA, transB bool
+	m, n, k        int
+	alpha, beta    float32
+	a              []float32
+	lda            int
+	b              []float32
+	ldb            int
+	packed         []float32 // op(B) in panels, or nil to read b in place
+	c              []float32
+	ldc            int
+
+	kc, mc, nc           int
+	rowBlocks, colBlocks int
+}
+
+// gemmScratch is one goroutine's working memory.
+type gemmScratch struct {
+	acc   []float32 // raw sums of a block when k is cut
+	bEdge []float32 // zero-padded copy of a narrow last strip of B
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(gemmScratch) }}
+
+// packedPool holds buffers for a transposed B packed per call.
+var packedPool = sync.Pool{New: func() any { return new([]float32) }}
+
+func grow(s []float32, n int) []float32 {
+	if cap(s) < n {
+		return make([]float32, n)
+	}
+	return s[:n]
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+func roundUp(a, b int) int { return ceilDiv(a, b) * b }
+
+// run computes the product on up to workers goroutines.
+func (g *gemmOp) run(workers int) {
+	work := g.m * g.n * g.k
+	if workers > 1 && work < parallelMinWork {
+		workers = 1
+	}
+	workers = min(workers, runtime.GOMAXPROCS(0))
+	workers = max(workers, 1)
+
+	var pbuf *[]float32
+	if g.packed == nil && g.transB {
+		pbuf = packedPool.Get().(*[]float32)
+		*pbuf = grow(*pbuf, packedBSize(g.k, g.n))
+		packB(*pbuf, true, g.k, g.n, g.b, g.ldb, 0, g.n)
+		g.packed = *pbuf
+	}
+	g.plan(workers)
+	tasks := g.rowBlocks * g.colBlocks
+	if workers == 1 || tasks == 1 {
+		s := scratchPool.Get().(*gemmScratch)
+		for t := 0; t < tasks; t++ {
+			g.task(t, s)
+		}
+		scratchPool.Put(s)
+	} else {
+		parallelTasks(g, min(workers, tasks), tasks)
+	}
+	if pbuf != nil {
+		packedPool.Put(pbuf)
+	}
+}
+
+// plan chooses the pieces of k and the blocks of C.
+func (g *gemmOp) plan(workers int) {
+	kern := g.kern
+	// Pieces of k of equal length (a multiple of 8) of at most kc steps.
+	pieces := ceilDiv(g.k, kern.kc)
+	g.kc = roundUp(ceilDiv(g.k, pieces), 8)
+
+	g.mc = min(kern.mc, roundUp(g.m, kern.mr))
+	g.nc = min(kern.nc, roundUp(g.n, packW))
+	g.rowBlocks = ceilDiv(g.m, g.mc)
+	g.colBlocks = ceilDiv(g.n, g.nc)
+	if workers == 1 {
+		return
+	}
+	// At least two blocks per goroutine, split first by rows, then by
+	// columns, into blocks of about equal size.
+	want := 2 * workers
+	if g.rowBlocks < want {
+		rb := min(want, ceilDiv(g.m, kern.mr))
+		g.mc = roundUp(ceilDiv(g.m, rb), kern.mr)
+		g.rowBlocks = ceilDiv(g.m, g.mc)
+	}
+	if g.rowBlocks*g.colBlocks < want {
+		cb := min(ceilDiv(want, g.rowBlocks), ceilDiv(g.n, packW))
+		g.nc = roundUp(ceilDiv(g.n, cb), packW)
+		g.colBlocks = ceilDiv(g.n, g.nc)
+	}
+}
+
+// task computes block t of C (row-major order of blocks).
+func (g *gemmOp) task(t int, s *gemmScratch) {
+	kern := g.kern
+	i0 := (t / g.colBlocks) * g.mc
+	j0 := (t % g.colBlocks) * g.nc
+	rows := min(g.mc, g.m-i0)
+	j1 := min(j0+g.nc, g.n)
+	rowsPad := roundUp(rows, kern.mr)
+	if g.k > g.kc {
+		s.acc = grow(s.acc, rowsPad*roundUp(j1-j0, kern.nr))
+	}
+	for pc := 0; pc < g.k; pc += g.kc {
+		kb := min(g.kc, g.k-pc)
+		flags := 0
+		if pc > 0 {
+			flags |= flagLoad
+		}
+		if pc+kb < g.k {
+			flags |= flagPartial
+		}
+		if g.beta == 0 {
+			flags |= flagBeta0
+		}
+		var aoff, apanel, astride int
+		if g.transA {
+			aoff, apanel, astride = pc*g.lda+i0, kern.mr, g.lda
+		} else {
+			aoff, apanel, astride = i0*g.lda+pc, kern.mr*g.lda, g.lda
+			flags |= flagRows
+		}
+		for j := j0; j < j1; j += kern.nr {
+			nr := min(kern.nr, j1-j)
+			var b []float32
+			var boff, bs int
+			switch {
+			case g.packed != nil:
+				b, boff, bs = g.packed, (j/packW)*g.k*packW+pc*packW+j%packW, packW
+			case nr == kern.nr:
+				b, boff, bs = g.b, pc*g.ldb+j, g.ldb
+			default:
+				s.bEdge = grow(s.bEdge, kb*kern.nr)
+				packEdge(s.bEdge, kern.nr, g.b[pc*g.ldb+j:], g.ldb, kb, nr)
+				b, boff, bs = s.bEdge, 0, kern.nr
+			}
+			accoff := ((j - j0) / kern.nr) * rowsPad * kern.nr
+			kern.strip(rows, kb, g.a, aoff, apanel, astride, b, boff, bs, g.c, i0*g.ldc+j, g.ldc, s.acc, accoff, nr, flags, g.alpha, g.beta)
+		}
+	}
+}
+
+// transposeGroups holds, per level, an assembly transposition of up to 8
+// rows of B into 8 columns of a panel (see gemmTranspose8AVX), or nil.
+var transposeGroups [AVX512 + 1]func(dst, src []float32, rows, k, lds int)
+
+// packedBSize is the length of a packed k×n B.
+func packedBSize(k, n int) int { return ceilDiv(n, packW) * packW * k }
+
+// packB stores the columns [j0,j1) of op(B) (k×n) in dst in panels of
+// packW columns: panel q holds columns [q·packW, (q+1)·packW) at
+// dst[q·k·packW:], row p at offset p·packW, zero-padded past n. j0 is a
+// multiple of packW.
+func packB(dst []float32, transB bool, k, n int, b []float32, ldb int, j0, j1 int) {
+	for q := j0 / packW; q*packW < j1; q++ {
+		c0 := q * packW
+		w := min(packW, n-c0)
+		panel := dst[q*k*packW : (q+1)*k*packW]
+		if !transB {
+			for p := 0; p < k; p++ {
+				row := panel[p*packW : p*packW+packW]
+				copy(row, b[p*ldb+c0:p*ldb+c0+w])
+				clear(row[w:])
+			}
+			continue
+		}
+		if w < packW {
+			clear(panel)
+		}
+		if tg := transposeGroups[Current()]; tg != nil && k > 0 {
+			for g := 0; g < w; g += 8 {
+				tg(panel[g:], b[(c0+g)*ldb:], min(8, w-g), k, ldb)
+			}
+			continue
+		}
+		for jj := 0; jj < w; jj++ {
+			src := b[(c0+jj)*ldb : (c0+jj)*ldb+k]
+			for p, v := range src {
+				panel[p*packW+jj] = v
+			}
+		}
+	}
+}
+
+// packEdge copies a k×w block of a row-major B (leading dimension ldb) into
+// dst with row stride width, zero-padding each row.
+func packEdge(dst []float32, width int, b []float32, ldb, k, w int) {
+	for p := 0; p < k; p++ {
+		row := dst[p*width : p*width+width]
+		copy(row, b[p*ldb:p*ldb+w])
+		clear(row[w:])
+	}
+}
