@@ -38,32 +38,52 @@ DATA gemmMaskAVX2<>+120(SB)/4, $0x00000000
 DATA gemmMaskAVX2<>+124(SB)/4, $0x00000000
 GLOBL gemmMaskAVX2<>(SB), RODATA|NOPTR, $128
 
-// func gemmKernelAVX2(m int, k int, a *float32, apanel int, astride int, b *float32, bs int, c *float32, ldc int, acc *float32, nr int, flags int, alpha float32, beta float32)
-// Requires: AVX, FMA3, MMX+
-TEXT ·gemmKernelAVX2(SB), NOSPLIT, $0-104
-	MOVQ a+16(FP), AX
-	MOVQ c+56(FP), BX
-	MOVQ acc+72(FP), CX
-	MOVQ m+0(FP), DX
+// func gemmKernelAVX2(m int, n int, k int, a *float32, apanel int, astride int, b *float32, bs int, bhalf int, bstrip int, c *float32, ldc int, acc *float32, accstrip int, flags int, alpha float32, beta float32)
+// Requires: AVX, CMOV, FMA3, MMX+
+TEXT ·gemmKernelAVX2(SB), NOSPLIT, $72-128
+	MOVQ b+48(FP), R11
+	MOVQ R11, 32(SP)
+	MOVQ c+80(FP), R11
+	MOVQ R11, 40(SP)
+	MOVQ acc+96(FP), R11
+	MOVQ R11, 48(SP)
+	MOVQ n+8(FP), R11
+	MOVQ R11, 56(SP)
+
+gemmKernelAVX2_strip:
+	MOVQ    56(SP), CX
+	MOVQ    $0x00000010, R11
+	CMPQ    CX, R11
+	CMOVQGT R11, CX
+	MOVQ    CX, 64(SP)
+	MOVQ    a+24(FP), R11
+	MOVQ    R11, (SP)
+	MOVQ    40(SP), R11
+	MOVQ    R11, 8(SP)
+	MOVQ    48(SP), R11
+	MOVQ    R11, 16(SP)
+	MOVQ    m+0(FP), R11
+	MOVQ    R11, 24(SP)
 
 gemmKernelAVX2_panel:
-	CMPQ    DX, $0x00000006
+	CMPQ    24(SP), $0x00000006
 	JB      gemmKernelAVX2_edge
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX2_zero6
-	VMOVUPS (CX), Y0
-	VMOVUPS 32(CX), Y1
-	VMOVUPS 64(CX), Y2
-	VMOVUPS 96(CX), Y3
-	VMOVUPS 128(CX), Y4
-	VMOVUPS 160(CX), Y5
-	VMOVUPS 192(CX), Y6
-	VMOVUPS 224(CX), Y7
-	VMOVUPS 256(CX), Y8
-	VMOVUPS 288(CX), Y9
-	VMOVUPS 320(CX), Y10
-	VMOVUPS 352(CX), Y11
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	VMOVUPS 128(DX), Y4
+	VMOVUPS 160(DX), Y5
+	VMOVUPS 192(DX), Y6
+	VMOVUPS 224(DX), Y7
+	VMOVUPS 256(DX), Y8
+	VMOVUPS 288(DX), Y9
+	VMOVUPS 320(DX), Y10
+	VMOVUPS 352(DX), Y11
 	JMP     gemmKernelAVX2_init6
 
 gemmKernelAVX2_zero6:
@@ -81,21 +101,21 @@ gemmKernelAVX2_zero6:
 	VXORPS Y11, Y11, Y11
 
 gemmKernelAVX2_init6:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX2_rows6
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX2_kpanel6:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
 	VMOVUPS      (DI), Y12
 	VMOVUPS      32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -127,7 +147,7 @@ gemmKernelAVX2_rows6:
 	LEAQ (R8)(R8*2), R13
 
 gemmKernelAVX2_krows6:
-	PREFETCHT0   (DI)(R9*8)
+	PREFETCHT0   (DI)(BX*1)
 	VMOVUPS      (DI), Y12
 	VMOVUPS      32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -155,30 +175,31 @@ gemmKernelAVX2_krows6:
 	JNZ          gemmKernelAVX2_krows6
 
 gemmKernelAVX2_epi6:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX2_final6
-	VMOVUPS Y0, (CX)
-	VMOVUPS Y1, 32(CX)
-	VMOVUPS Y2, 64(CX)
-	VMOVUPS Y3, 96(CX)
-	VMOVUPS Y4, 128(CX)
-	VMOVUPS Y5, 160(CX)
-	VMOVUPS Y6, 192(CX)
-	VMOVUPS Y7, 224(CX)
-	VMOVUPS Y8, 256(CX)
-	VMOVUPS Y9, 288(CX)
-	VMOVUPS Y10, 320(CX)
-	VMOVUPS Y11, 352(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	VMOVUPS Y8, 256(DX)
+	VMOVUPS Y9, 288(DX)
+	VMOVUPS Y10, 320(DX)
+	VMOVUPS Y11, 352(DX)
 	JMP     gemmKernelAVX2_done6
 
 gemmKernelAVX2_final6:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Y12
-	VBROADCASTSS beta+100(FP), Y13
-	MOVQ         nr+80(FP), R12
+	VBROADCASTSS alpha+120(FP), Y12
+	VBROADCASTSS beta+124(FP), Y13
+	MOVQ         64(SP), R12
 	CMPQ         R12, $0x00000010
 	JNE          gemmKernelAVX2_masked6
 	TESTQ        $0x00000004, R11
@@ -375,38 +396,38 @@ gemmKernelAVX2_mbeta6:
 	VMASKMOVPS  Y14, Y15, 32(SI)
 
 gemmKernelAVX2_done6:
-	MOVQ   apanel+24(FP), R11
+	MOVQ   apanel+32(FP), R11
 	SHLQ   $0x02, R11
-	ADDQ   R11, AX
-	MOVQ   ldc+64(FP), R11
+	ADDQ   R11, (SP)
+	MOVQ   ldc+88(FP), R11
 	IMUL3Q $0x00000018, R11, R11
-	ADDQ   R11, BX
-	ADDQ   $0x00000180, CX
-	SUBQ   $0x00000006, DX
+	ADDQ   R11, 8(SP)
+	ADDQ   $0x00000180, 16(SP)
+	SUBQ   $0x00000006, 24(SP)
 	JNZ    gemmKernelAVX2_panel
-	VZEROUPPER
-	RET
+	JMP    gemmKernelAVX2_next
 
 gemmKernelAVX2_edge:
-	CMPQ DX, $0x00000001
+	MOVQ 24(SP), R11
+	CMPQ R11, $0x00000001
 	JE   gemmKernelAVX2_m1
-	CMPQ DX, $0x00000002
+	CMPQ R11, $0x00000002
 	JE   gemmKernelAVX2_m2
-	CMPQ DX, $0x00000003
+	CMPQ R11, $0x00000003
 	JE   gemmKernelAVX2_m3
-	CMPQ DX, $0x00000004
+	CMPQ R11, $0x00000004
 	JE   gemmKernelAVX2_m4
-	CMPQ DX, $0x00000005
+	CMPQ R11, $0x00000005
 	JE   gemmKernelAVX2_m5
-	VZEROUPPER
-	RET
+	JMP  gemmKernelAVX2_next
 
 gemmKernelAVX2_m1:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX2_zero1
-	VMOVUPS (CX), Y0
-	VMOVUPS 32(CX), Y1
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
 	JMP     gemmKernelAVX2_init1
 
 gemmKernelAVX2_zero1:
@@ -414,21 +435,21 @@ gemmKernelAVX2_zero1:
 	VXORPS Y1, Y1, Y1
 
 gemmKernelAVX2_init1:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX2_rows1
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX2_kpanel1:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
 	VMOVUPS      (DI), Y12
 	VMOVUPS      32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -442,7 +463,7 @@ gemmKernelAVX2_kpanel1:
 
 gemmKernelAVX2_rows1:
 gemmKernelAVX2_krows1:
-	PREFETCHT0   (DI)(R9*8)
+	PREFETCHT0   (DI)(BX*1)
 	VMOVUPS      (DI), Y12
 	VMOVUPS      32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -454,20 +475,21 @@ gemmKernelAVX2_krows1:
 	JNZ          gemmKernelAVX2_krows1
 
 gemmKernelAVX2_epi1:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX2_final1
-	VMOVUPS Y0, (CX)
-	VMOVUPS Y1, 32(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
 	JMP     gemmKernelAVX2_done1
 
 gemmKernelAVX2_final1:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Y12
-	VBROADCASTSS beta+100(FP), Y13
-	MOVQ         nr+80(FP), R12
+	VBROADCASTSS alpha+120(FP), Y12
+	VBROADCASTSS beta+124(FP), Y13
+	MOVQ         64(SP), R12
 	CMPQ         R12, $0x00000010
 	JNE          gemmKernelAVX2_masked1
 	TESTQ        $0x00000004, R11
@@ -514,17 +536,17 @@ gemmKernelAVX2_mbeta1:
 	VMASKMOVPS  Y14, Y15, 32(SI)
 
 gemmKernelAVX2_done1:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX2_next
 
 gemmKernelAVX2_m2:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX2_zero2
-	VMOVUPS (CX), Y0
-	VMOVUPS 32(CX), Y1
-	VMOVUPS 64(CX), Y2
-	VMOVUPS 96(CX), Y3
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
 	JMP     gemmKernelAVX2_init2
 
 gemmKernelAVX2_zero2:
@@ -534,21 +556,21 @@ gemmKernelAVX2_zero2:
 	VXORPS Y3, Y3, Y3
 
 gemmKernelAVX2_init2:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX2_rows2
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX2_kpanel2:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
 	VMOVUPS      (DI), Y12
 	VMOVUPS      32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -565,7 +587,7 @@ gemmKernelAVX2_kpanel2:
 
 gemmKernelAVX2_rows2:
 gemmKernelAVX2_krows2:
-	PREFETCHT0   (DI)(R9*8)
+	PREFETCHT0   (DI)(BX*1)
 	VMOVUPS      (DI), Y12
 	VMOVUPS      32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -580,22 +602,23 @@ gemmKernelAVX2_krows2:
 	JNZ          gemmKernelAVX2_krows2
 
 gemmKernelAVX2_epi2:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX2_final2
-	VMOVUPS Y0, (CX)
-	VMOVUPS Y1, 32(CX)
-	VMOVUPS Y2, 64(CX)
-	VMOVUPS Y3, 96(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
 	JMP     gemmKernelAVX2_done2
 
 gemmKernelAVX2_final2:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Y12
-	VBROADCASTSS beta+100(FP), Y13
-	MOVQ         nr+80(FP), R12
+	VBROADCASTSS alpha+120(FP), Y12
+	VBROADCASTSS beta+124(FP), Y13
+	MOVQ         64(SP), R12
 	CMPQ         R12, $0x00000010
 	JNE          gemmKernelAVX2_masked2
 	TESTQ        $0x00000004, R11
@@ -672,19 +695,19 @@ gemmKernelAVX2_mbeta2:
 	VMASKMOVPS  Y14, Y15, 32(SI)
 
 gemmKernelAVX2_done2:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX2_next
 
 gemmKernelAVX2_m3:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX2_zero3
-	VMOVUPS (CX), Y0
-	VMOVUPS 32(CX), Y1
-	VMOVUPS 64(CX), Y2
-	VMOVUPS 96(CX), Y3
-	VMOVUPS 128(CX), Y4
-	VMOVUPS 160(CX), Y5
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	VMOVUPS 128(DX), Y4
+	VMOVUPS 160(DX), Y5
 	JMP     gemmKernelAVX2_init3
 
 gemmKernelAVX2_zero3:
@@ -696,21 +719,21 @@ gemmKernelAVX2_zero3:
 	VXORPS Y5, Y5, Y5
 
 gemmKernelAVX2_init3:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX2_rows3
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX2_kpanel3:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
 	VMOVUPS      (DI), Y12
 	VMOVUPS      32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -730,7 +753,7 @@ gemmKernelAVX2_kpanel3:
 
 gemmKernelAVX2_rows3:
 gemmKernelAVX2_krows3:
-	PREFETCHT0   (DI)(R9*8)
+	PREFETCHT0   (DI)(BX*1)
 	VMOVUPS      (DI), Y12
 	VMOVUPS      32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -748,24 +771,25 @@ gemmKernelAVX2_krows3:
 	JNZ          gemmKernelAVX2_krows3
 
 gemmKernelAVX2_epi3:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX2_final3
-	VMOVUPS Y0, (CX)
-	VMOVUPS Y1, 32(CX)
-	VMOVUPS Y2, 64(CX)
-	VMOVUPS Y3, 96(CX)
-	VMOVUPS Y4, 128(CX)
-	VMOVUPS Y5, 160(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
 	JMP     gemmKernelAVX2_done3
 
 gemmKernelAVX2_final3:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Y12
-	VBROADCASTSS beta+100(FP), Y13
-	MOVQ         nr+80(FP), R12
+	VBROADCASTSS alpha+120(FP), Y12
+	VBROADCASTSS beta+124(FP), Y13
+	MOVQ         64(SP), R12
 	CMPQ         R12, $0x00000010
 	JNE          gemmKernelAVX2_masked3
 	TESTQ        $0x00000004, R11
@@ -872,21 +896,21 @@ gemmKernelAVX2_mbeta3:
 	VMASKMOVPS  Y14, Y15, 32(SI)
 
 gemmKernelAVX2_done3:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX2_next
 
 gemmKernelAVX2_m4:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX2_zero4
-	VMOVUPS (CX), Y0
-	VMOVUPS 32(CX), Y1
-	VMOVUPS 64(CX), Y2
-	VMOVUPS 96(CX), Y3
-	VMOVUPS 128(CX), Y4
-	VMOVUPS 160(CX), Y5
-	VMOVUPS 192(CX), Y6
-	VMOVUPS 224(CX), Y7
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	VMOVUPS 128(DX), Y4
+	VMOVUPS 160(DX), Y5
+	VMOVUPS 192(DX), Y6
+	VMOVUPS 224(DX), Y7
 	JMP     gemmKernelAVX2_init4
 
 gemmKernelAVX2_zero4:
@@ -900,21 +924,21 @@ gemmKernelAVX2_zero4:
 	VXORPS Y7, Y7, Y7
 
 gemmKernelAVX2_init4:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX2_rows4
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX2_kpanel4:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
 	VMOVUPS      (DI), Y12
 	VMOVUPS      32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -939,7 +963,7 @@ gemmKernelAVX2_rows4:
 	LEAQ (R8)(R8*2), R13
 
 gemmKernelAVX2_krows4:
-	PREFETCHT0   (DI)(R9*8)
+	PREFETCHT0   (DI)(BX*1)
 	VMOVUPS      (DI), Y12
 	VMOVUPS      32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -960,26 +984,27 @@ gemmKernelAVX2_krows4:
 	JNZ          gemmKernelAVX2_krows4
 
 gemmKernelAVX2_epi4:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX2_final4
-	VMOVUPS Y0, (CX)
-	VMOVUPS Y1, 32(CX)
-	VMOVUPS Y2, 64(CX)
-	VMOVUPS Y3, 96(CX)
-	VMOVUPS Y4, 128(CX)
-	VMOVUPS Y5, 160(CX)
-	VMOVUPS Y6, 192(CX)
-	VMOVUPS Y7, 224(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
 	JMP     gemmKernelAVX2_done4
 
 gemmKernelAVX2_final4:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Y12
-	VBROADCASTSS beta+100(FP), Y13
-	MOVQ         nr+80(FP), R12
+	VBROADCASTSS alpha+120(FP), Y12
+	VBROADCASTSS beta+124(FP), Y13
+	MOVQ         64(SP), R12
 	CMPQ         R12, $0x00000010
 	JNE          gemmKernelAVX2_masked4
 	TESTQ        $0x00000004, R11
@@ -1116,23 +1141,23 @@ gemmKernelAVX2_mbeta4:
 	VMASKMOVPS  Y14, Y15, 32(SI)
 
 gemmKernelAVX2_done4:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX2_next
 
 gemmKernelAVX2_m5:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX2_zero5
-	VMOVUPS (CX), Y0
-	VMOVUPS 32(CX), Y1
-	VMOVUPS 64(CX), Y2
-	VMOVUPS 96(CX), Y3
-	VMOVUPS 128(CX), Y4
-	VMOVUPS 160(CX), Y5
-	VMOVUPS 192(CX), Y6
-	VMOVUPS 224(CX), Y7
-	VMOVUPS 256(CX), Y8
-	VMOVUPS 288(CX), Y9
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	VMOVUPS 128(DX), Y4
+	VMOVUPS 160(DX), Y5
+	VMOVUPS 192(DX), Y6
+	VMOVUPS 224(DX), Y7
+	VMOVUPS 256(DX), Y8
+	VMOVUPS 288(DX), Y9
 	JMP     gemmKernelAVX2_init5
 
 gemmKernelAVX2_zero5:
@@ -1148,21 +1173,21 @@ gemmKernelAVX2_zero5:
 	VXORPS Y9, Y9, Y9
 
 gemmKernelAVX2_init5:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX2_rows5
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX2_kpanel5:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
 	VMOVUPS      (DI), Y12
 	VMOVUPS      32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -1191,7 +1216,7 @@ gemmKernelAVX2_rows5:
 	LEAQ (R8)(R8*2), R13
 
 gemmKernelAVX2_krows5:
-	PREFETCHT0   (DI)(R9*8)
+	PREFETCHT0   (DI)(BX*1)
 	VMOVUPS      (DI), Y12
 	VMOVUPS      32(DI), Y13
 	VBROADCASTSS (SI), Y14
@@ -1216,28 +1241,29 @@ gemmKernelAVX2_krows5:
 	JNZ          gemmKernelAVX2_krows5
 
 gemmKernelAVX2_epi5:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX2_final5
-	VMOVUPS Y0, (CX)
-	VMOVUPS Y1, 32(CX)
-	VMOVUPS Y2, 64(CX)
-	VMOVUPS Y3, 96(CX)
-	VMOVUPS Y4, 128(CX)
-	VMOVUPS Y5, 160(CX)
-	VMOVUPS Y6, 192(CX)
-	VMOVUPS Y7, 224(CX)
-	VMOVUPS Y8, 256(CX)
-	VMOVUPS Y9, 288(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	VMOVUPS Y8, 256(DX)
+	VMOVUPS Y9, 288(DX)
 	JMP     gemmKernelAVX2_done5
 
 gemmKernelAVX2_final5:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Y12
-	VBROADCASTSS beta+100(FP), Y13
-	MOVQ         nr+80(FP), R12
+	VBROADCASTSS alpha+120(FP), Y12
+	VBROADCASTSS beta+124(FP), Y13
+	MOVQ         64(SP), R12
 	CMPQ         R12, $0x00000010
 	JNE          gemmKernelAVX2_masked5
 	TESTQ        $0x00000004, R11
@@ -1404,54 +1430,83 @@ gemmKernelAVX2_mbeta5:
 	VMASKMOVPS  Y14, Y15, 32(SI)
 
 gemmKernelAVX2_done5:
+gemmKernelAVX2_next:
+	MOVQ bstrip+72(FP), R11
+	SHLQ $0x02, R11
+	ADDQ R11, 32(SP)
+	ADDQ $0x00000040, 40(SP)
+	MOVQ accstrip+104(FP), R11
+	SHLQ $0x02, R11
+	ADDQ R11, 48(SP)
+	SUBQ $0x00000010, 56(SP)
+	JG   gemmKernelAVX2_strip
 	VZEROUPPER
 	RET
 
-// func gemmKernelAVX512(m int, k int, a *float32, apanel int, astride int, b *float32, bs int, c *float32, ldc int, acc *float32, nr int, flags int, alpha float32, beta float32)
-// Requires: AVX, AVX512DQ, AVX512F, MMX+
-TEXT ·gemmKernelAVX512(SB), NOSPLIT, $0-104
-	MOVQ  nr+80(FP), CX
-	MOVQ  $0x00000001, R11
-	SHLQ  CL, R11
-	DECQ  R11
-	KMOVW R11, K1
-	SHRQ  $0x10, R11
-	KMOVW R11, K2
-	MOVQ  a+16(FP), AX
-	MOVQ  c+56(FP), BX
-	MOVQ  acc+72(FP), CX
-	MOVQ  m+0(FP), DX
+// func gemmKernelAVX512(m int, n int, k int, a *float32, apanel int, astride int, b *float32, bs int, bhalf int, bstrip int, c *float32, ldc int, acc *float32, accstrip int, flags int, alpha float32, beta float32)
+// Requires: AVX, AVX512DQ, AVX512F, CMOV, MMX+
+TEXT ·gemmKernelAVX512(SB), NOSPLIT, $72-128
+	MOVQ b+48(FP), R11
+	MOVQ R11, 32(SP)
+	MOVQ c+80(FP), R11
+	MOVQ R11, 40(SP)
+	MOVQ acc+96(FP), R11
+	MOVQ R11, 48(SP)
+	MOVQ n+8(FP), R11
+	MOVQ R11, 56(SP)
+
+gemmKernelAVX512_strip:
+	MOVQ    56(SP), CX
+	MOVQ    $0x00000020, R11
+	CMPQ    CX, R11
+	CMOVQGT R11, CX
+	MOVQ    CX, 64(SP)
+	MOVQ    $0x00000001, R11
+	SHLQ    CL, R11
+	DECQ    R11
+	KMOVW   R11, K1
+	SHRQ    $0x10, R11
+	KMOVW   R11, K2
+	MOVQ    a+24(FP), R11
+	MOVQ    R11, (SP)
+	MOVQ    40(SP), R11
+	MOVQ    R11, 8(SP)
+	MOVQ    48(SP), R11
+	MOVQ    R11, 16(SP)
+	MOVQ    m+0(FP), R11
+	MOVQ    R11, 24(SP)
 
 gemmKernelAVX512_panel:
-	CMPQ    DX, $0x0000000c
+	CMPQ    24(SP), $0x0000000c
 	JB      gemmKernelAVX512_edge
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX512_zero12
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
-	VMOVUPS 128(CX), Z2
-	VMOVUPS 192(CX), Z3
-	VMOVUPS 256(CX), Z4
-	VMOVUPS 320(CX), Z5
-	VMOVUPS 384(CX), Z6
-	VMOVUPS 448(CX), Z7
-	VMOVUPS 512(CX), Z8
-	VMOVUPS 576(CX), Z9
-	VMOVUPS 640(CX), Z10
-	VMOVUPS 704(CX), Z11
-	VMOVUPS 768(CX), Z12
-	VMOVUPS 832(CX), Z13
-	VMOVUPS 896(CX), Z14
-	VMOVUPS 960(CX), Z15
-	VMOVUPS 1024(CX), Z16
-	VMOVUPS 1088(CX), Z17
-	VMOVUPS 1152(CX), Z18
-	VMOVUPS 1216(CX), Z19
-	VMOVUPS 1280(CX), Z20
-	VMOVUPS 1344(CX), Z21
-	VMOVUPS 1408(CX), Z22
-	VMOVUPS 1472(CX), Z23
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
+	VMOVUPS 384(DX), Z6
+	VMOVUPS 448(DX), Z7
+	VMOVUPS 512(DX), Z8
+	VMOVUPS 576(DX), Z9
+	VMOVUPS 640(DX), Z10
+	VMOVUPS 704(DX), Z11
+	VMOVUPS 768(DX), Z12
+	VMOVUPS 832(DX), Z13
+	VMOVUPS 896(DX), Z14
+	VMOVUPS 960(DX), Z15
+	VMOVUPS 1024(DX), Z16
+	VMOVUPS 1088(DX), Z17
+	VMOVUPS 1152(DX), Z18
+	VMOVUPS 1216(DX), Z19
+	VMOVUPS 1280(DX), Z20
+	VMOVUPS 1344(DX), Z21
+	VMOVUPS 1408(DX), Z22
+	VMOVUPS 1472(DX), Z23
 	JMP     gemmKernelAVX512_init12
 
 gemmKernelAVX512_zero12:
@@ -1481,24 +1536,27 @@ gemmKernelAVX512_zero12:
 	VXORPS Z23, Z23, Z23
 
 gemmKernelAVX512_init12:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
+	MOVQ   bhalf+64(FP), AX
+	SHLQ   $0x02, AX
+	LEAQ   (BX)(AX*1), CX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX512_rows12
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX512_kpanel12:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
-	PREFETCHT0   64(DI)(R12*1)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -1547,10 +1605,10 @@ gemmKernelAVX512_rows12:
 	LEAQ (R8)(R8*2), R13
 
 gemmKernelAVX512_krows12:
-	PREFETCHT0   (DI)(R9*8)
-	PREFETCHT0   64(DI)(R9*8)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -1595,41 +1653,42 @@ gemmKernelAVX512_krows12:
 	JNZ          gemmKernelAVX512_krows12
 
 gemmKernelAVX512_epi12:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX512_final12
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
-	VMOVUPS Z4, 256(CX)
-	VMOVUPS Z5, 320(CX)
-	VMOVUPS Z6, 384(CX)
-	VMOVUPS Z7, 448(CX)
-	VMOVUPS Z8, 512(CX)
-	VMOVUPS Z9, 576(CX)
-	VMOVUPS Z10, 640(CX)
-	VMOVUPS Z11, 704(CX)
-	VMOVUPS Z12, 768(CX)
-	VMOVUPS Z13, 832(CX)
-	VMOVUPS Z14, 896(CX)
-	VMOVUPS Z15, 960(CX)
-	VMOVUPS Z16, 1024(CX)
-	VMOVUPS Z17, 1088(CX)
-	VMOVUPS Z18, 1152(CX)
-	VMOVUPS Z19, 1216(CX)
-	VMOVUPS Z20, 1280(CX)
-	VMOVUPS Z21, 1344(CX)
-	VMOVUPS Z22, 1408(CX)
-	VMOVUPS Z23, 1472(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	VMOVUPS Z8, 512(DX)
+	VMOVUPS Z9, 576(DX)
+	VMOVUPS Z10, 640(DX)
+	VMOVUPS Z11, 704(DX)
+	VMOVUPS Z12, 768(DX)
+	VMOVUPS Z13, 832(DX)
+	VMOVUPS Z14, 896(DX)
+	VMOVUPS Z15, 960(DX)
+	VMOVUPS Z16, 1024(DX)
+	VMOVUPS Z17, 1088(DX)
+	VMOVUPS Z18, 1152(DX)
+	VMOVUPS Z19, 1216(DX)
+	VMOVUPS Z20, 1280(DX)
+	VMOVUPS Z21, 1344(DX)
+	VMOVUPS Z22, 1408(DX)
+	VMOVUPS Z23, 1472(DX)
 	JMP     gemmKernelAVX512_done12
 
 gemmKernelAVX512_final12:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Z30
-	VBROADCASTSS beta+100(FP), Z31
+	VBROADCASTSS alpha+120(FP), Z30
+	VBROADCASTSS beta+124(FP), Z31
 	TESTQ        $0x00000004, R11
 	JZ           gemmKernelAVX512_beta12
 	VMULPS       Z30, Z0, Z0
@@ -1803,50 +1862,50 @@ gemmKernelAVX512_beta12:
 	VMOVUPS     Z24, K2, 64(SI)
 
 gemmKernelAVX512_done12:
-	MOVQ   apanel+24(FP), R11
+	MOVQ   apanel+32(FP), R11
 	SHLQ   $0x02, R11
-	ADDQ   R11, AX
-	MOVQ   ldc+64(FP), R11
+	ADDQ   R11, (SP)
+	MOVQ   ldc+88(FP), R11
 	IMUL3Q $0x00000030, R11, R11
-	ADDQ   R11, BX
-	ADDQ   $0x00000600, CX
-	SUBQ   $0x0000000c, DX
+	ADDQ   R11, 8(SP)
+	ADDQ   $0x00000600, 16(SP)
+	SUBQ   $0x0000000c, 24(SP)
 	JNZ    gemmKernelAVX512_panel
-	VZEROUPPER
-	RET
+	JMP    gemmKernelAVX512_next
 
 gemmKernelAVX512_edge:
-	CMPQ DX, $0x00000001
+	MOVQ 24(SP), R11
+	CMPQ R11, $0x00000001
 	JE   gemmKernelAVX512_m1
-	CMPQ DX, $0x00000002
+	CMPQ R11, $0x00000002
 	JE   gemmKernelAVX512_m2
-	CMPQ DX, $0x00000003
+	CMPQ R11, $0x00000003
 	JE   gemmKernelAVX512_m3
-	CMPQ DX, $0x00000004
+	CMPQ R11, $0x00000004
 	JE   gemmKernelAVX512_m4
-	CMPQ DX, $0x00000005
+	CMPQ R11, $0x00000005
 	JE   gemmKernelAVX512_m5
-	CMPQ DX, $0x00000006
+	CMPQ R11, $0x00000006
 	JE   gemmKernelAVX512_m6
-	CMPQ DX, $0x00000007
+	CMPQ R11, $0x00000007
 	JE   gemmKernelAVX512_m7
-	CMPQ DX, $0x00000008
+	CMPQ R11, $0x00000008
 	JE   gemmKernelAVX512_m8
-	CMPQ DX, $0x00000009
+	CMPQ R11, $0x00000009
 	JE   gemmKernelAVX512_m9
-	CMPQ DX, $0x0000000a
+	CMPQ R11, $0x0000000a
 	JE   gemmKernelAVX512_m10
-	CMPQ DX, $0x0000000b
+	CMPQ R11, $0x0000000b
 	JE   gemmKernelAVX512_m11
-	VZEROUPPER
-	RET
+	JMP  gemmKernelAVX512_next
 
 gemmKernelAVX512_m1:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX512_zero1
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
 	JMP     gemmKernelAVX512_init1
 
 gemmKernelAVX512_zero1:
@@ -1854,24 +1913,27 @@ gemmKernelAVX512_zero1:
 	VXORPS Z1, Z1, Z1
 
 gemmKernelAVX512_init1:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
+	MOVQ   bhalf+64(FP), AX
+	SHLQ   $0x02, AX
+	LEAQ   (BX)(AX*1), CX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX512_rows1
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX512_kpanel1:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
-	PREFETCHT0   64(DI)(R12*1)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -1883,10 +1945,10 @@ gemmKernelAVX512_kpanel1:
 
 gemmKernelAVX512_rows1:
 gemmKernelAVX512_krows1:
-	PREFETCHT0   (DI)(R9*8)
-	PREFETCHT0   64(DI)(R9*8)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -1896,19 +1958,20 @@ gemmKernelAVX512_krows1:
 	JNZ          gemmKernelAVX512_krows1
 
 gemmKernelAVX512_epi1:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX512_final1
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
 	JMP     gemmKernelAVX512_done1
 
 gemmKernelAVX512_final1:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Z30
-	VBROADCASTSS beta+100(FP), Z31
+	VBROADCASTSS alpha+120(FP), Z30
+	VBROADCASTSS beta+124(FP), Z31
 	TESTQ        $0x00000004, R11
 	JZ           gemmKernelAVX512_beta1
 	VMULPS       Z30, Z0, Z0
@@ -1928,17 +1991,17 @@ gemmKernelAVX512_beta1:
 	VMOVUPS     Z24, K2, 64(SI)
 
 gemmKernelAVX512_done1:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX512_next
 
 gemmKernelAVX512_m2:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX512_zero2
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
-	VMOVUPS 128(CX), Z2
-	VMOVUPS 192(CX), Z3
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
 	JMP     gemmKernelAVX512_init2
 
 gemmKernelAVX512_zero2:
@@ -1948,24 +2011,27 @@ gemmKernelAVX512_zero2:
 	VXORPS Z3, Z3, Z3
 
 gemmKernelAVX512_init2:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
+	MOVQ   bhalf+64(FP), AX
+	SHLQ   $0x02, AX
+	LEAQ   (BX)(AX*1), CX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX512_rows2
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX512_kpanel2:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
-	PREFETCHT0   64(DI)(R12*1)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -1980,10 +2046,10 @@ gemmKernelAVX512_kpanel2:
 
 gemmKernelAVX512_rows2:
 gemmKernelAVX512_krows2:
-	PREFETCHT0   (DI)(R9*8)
-	PREFETCHT0   64(DI)(R9*8)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -1996,21 +2062,22 @@ gemmKernelAVX512_krows2:
 	JNZ          gemmKernelAVX512_krows2
 
 gemmKernelAVX512_epi2:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX512_final2
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
 	JMP     gemmKernelAVX512_done2
 
 gemmKernelAVX512_final2:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Z30
-	VBROADCASTSS beta+100(FP), Z31
+	VBROADCASTSS alpha+120(FP), Z30
+	VBROADCASTSS beta+124(FP), Z31
 	TESTQ        $0x00000004, R11
 	JZ           gemmKernelAVX512_beta2
 	VMULPS       Z30, Z0, Z0
@@ -2044,19 +2111,19 @@ gemmKernelAVX512_beta2:
 	VMOVUPS     Z24, K2, 64(SI)
 
 gemmKernelAVX512_done2:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX512_next
 
 gemmKernelAVX512_m3:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX512_zero3
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
-	VMOVUPS 128(CX), Z2
-	VMOVUPS 192(CX), Z3
-	VMOVUPS 256(CX), Z4
-	VMOVUPS 320(CX), Z5
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
 	JMP     gemmKernelAVX512_init3
 
 gemmKernelAVX512_zero3:
@@ -2068,24 +2135,27 @@ gemmKernelAVX512_zero3:
 	VXORPS Z5, Z5, Z5
 
 gemmKernelAVX512_init3:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
+	MOVQ   bhalf+64(FP), AX
+	SHLQ   $0x02, AX
+	LEAQ   (BX)(AX*1), CX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX512_rows3
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX512_kpanel3:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
-	PREFETCHT0   64(DI)(R12*1)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -2103,10 +2173,10 @@ gemmKernelAVX512_kpanel3:
 
 gemmKernelAVX512_rows3:
 gemmKernelAVX512_krows3:
-	PREFETCHT0   (DI)(R9*8)
-	PREFETCHT0   64(DI)(R9*8)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -2122,23 +2192,24 @@ gemmKernelAVX512_krows3:
 	JNZ          gemmKernelAVX512_krows3
 
 gemmKernelAVX512_epi3:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX512_final3
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
-	VMOVUPS Z4, 256(CX)
-	VMOVUPS Z5, 320(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
 	JMP     gemmKernelAVX512_done3
 
 gemmKernelAVX512_final3:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Z30
-	VBROADCASTSS beta+100(FP), Z31
+	VBROADCASTSS alpha+120(FP), Z30
+	VBROADCASTSS beta+124(FP), Z31
 	TESTQ        $0x00000004, R11
 	JZ           gemmKernelAVX512_beta3
 	VMULPS       Z30, Z0, Z0
@@ -2186,21 +2257,21 @@ gemmKernelAVX512_beta3:
 	VMOVUPS     Z24, K2, 64(SI)
 
 gemmKernelAVX512_done3:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX512_next
 
 gemmKernelAVX512_m4:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX512_zero4
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
-	VMOVUPS 128(CX), Z2
-	VMOVUPS 192(CX), Z3
-	VMOVUPS 256(CX), Z4
-	VMOVUPS 320(CX), Z5
-	VMOVUPS 384(CX), Z6
-	VMOVUPS 448(CX), Z7
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
+	VMOVUPS 384(DX), Z6
+	VMOVUPS 448(DX), Z7
 	JMP     gemmKernelAVX512_init4
 
 gemmKernelAVX512_zero4:
@@ -2214,24 +2285,27 @@ gemmKernelAVX512_zero4:
 	VXORPS Z7, Z7, Z7
 
 gemmKernelAVX512_init4:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
+	MOVQ   bhalf+64(FP), AX
+	SHLQ   $0x02, AX
+	LEAQ   (BX)(AX*1), CX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX512_rows4
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX512_kpanel4:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
-	PREFETCHT0   64(DI)(R12*1)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -2254,10 +2328,10 @@ gemmKernelAVX512_rows4:
 	LEAQ (R8)(R8*2), R13
 
 gemmKernelAVX512_krows4:
-	PREFETCHT0   (DI)(R9*8)
-	PREFETCHT0   64(DI)(R9*8)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -2276,25 +2350,26 @@ gemmKernelAVX512_krows4:
 	JNZ          gemmKernelAVX512_krows4
 
 gemmKernelAVX512_epi4:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX512_final4
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
-	VMOVUPS Z4, 256(CX)
-	VMOVUPS Z5, 320(CX)
-	VMOVUPS Z6, 384(CX)
-	VMOVUPS Z7, 448(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
 	JMP     gemmKernelAVX512_done4
 
 gemmKernelAVX512_final4:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Z30
-	VBROADCASTSS beta+100(FP), Z31
+	VBROADCASTSS alpha+120(FP), Z30
+	VBROADCASTSS beta+124(FP), Z31
 	TESTQ        $0x00000004, R11
 	JZ           gemmKernelAVX512_beta4
 	VMULPS       Z30, Z0, Z0
@@ -2356,23 +2431,23 @@ gemmKernelAVX512_beta4:
 	VMOVUPS     Z24, K2, 64(SI)
 
 gemmKernelAVX512_done4:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX512_next
 
 gemmKernelAVX512_m5:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX512_zero5
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
-	VMOVUPS 128(CX), Z2
-	VMOVUPS 192(CX), Z3
-	VMOVUPS 256(CX), Z4
-	VMOVUPS 320(CX), Z5
-	VMOVUPS 384(CX), Z6
-	VMOVUPS 448(CX), Z7
-	VMOVUPS 512(CX), Z8
-	VMOVUPS 576(CX), Z9
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
+	VMOVUPS 384(DX), Z6
+	VMOVUPS 448(DX), Z7
+	VMOVUPS 512(DX), Z8
+	VMOVUPS 576(DX), Z9
 	JMP     gemmKernelAVX512_init5
 
 gemmKernelAVX512_zero5:
@@ -2388,24 +2463,27 @@ gemmKernelAVX512_zero5:
 	VXORPS Z9, Z9, Z9
 
 gemmKernelAVX512_init5:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
+	MOVQ   bhalf+64(FP), AX
+	SHLQ   $0x02, AX
+	LEAQ   (BX)(AX*1), CX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX512_rows5
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX512_kpanel5:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
-	PREFETCHT0   64(DI)(R12*1)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -2432,10 +2510,10 @@ gemmKernelAVX512_rows5:
 	LEAQ (R8)(R8*2), R13
 
 gemmKernelAVX512_krows5:
-	PREFETCHT0   (DI)(R9*8)
-	PREFETCHT0   64(DI)(R9*8)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -2458,27 +2536,28 @@ gemmKernelAVX512_krows5:
 	JNZ          gemmKernelAVX512_krows5
 
 gemmKernelAVX512_epi5:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX512_final5
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
-	VMOVUPS Z4, 256(CX)
-	VMOVUPS Z5, 320(CX)
-	VMOVUPS Z6, 384(CX)
-	VMOVUPS Z7, 448(CX)
-	VMOVUPS Z8, 512(CX)
-	VMOVUPS Z9, 576(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	VMOVUPS Z8, 512(DX)
+	VMOVUPS Z9, 576(DX)
 	JMP     gemmKernelAVX512_done5
 
 gemmKernelAVX512_final5:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Z30
-	VBROADCASTSS beta+100(FP), Z31
+	VBROADCASTSS alpha+120(FP), Z30
+	VBROADCASTSS beta+124(FP), Z31
 	TESTQ        $0x00000004, R11
 	JZ           gemmKernelAVX512_beta5
 	VMULPS       Z30, Z0, Z0
@@ -2554,25 +2633,25 @@ gemmKernelAVX512_beta5:
 	VMOVUPS     Z24, K2, 64(SI)
 
 gemmKernelAVX512_done5:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX512_next
 
 gemmKernelAVX512_m6:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX512_zero6
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
-	VMOVUPS 128(CX), Z2
-	VMOVUPS 192(CX), Z3
-	VMOVUPS 256(CX), Z4
-	VMOVUPS 320(CX), Z5
-	VMOVUPS 384(CX), Z6
-	VMOVUPS 448(CX), Z7
-	VMOVUPS 512(CX), Z8
-	VMOVUPS 576(CX), Z9
-	VMOVUPS 640(CX), Z10
-	VMOVUPS 704(CX), Z11
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
+	VMOVUPS 384(DX), Z6
+	VMOVUPS 448(DX), Z7
+	VMOVUPS 512(DX), Z8
+	VMOVUPS 576(DX), Z9
+	VMOVUPS 640(DX), Z10
+	VMOVUPS 704(DX), Z11
 	JMP     gemmKernelAVX512_init6
 
 gemmKernelAVX512_zero6:
@@ -2590,24 +2669,27 @@ gemmKernelAVX512_zero6:
 	VXORPS Z11, Z11, Z11
 
 gemmKernelAVX512_init6:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
+	MOVQ   bhalf+64(FP), AX
+	SHLQ   $0x02, AX
+	LEAQ   (BX)(AX*1), CX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX512_rows6
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX512_kpanel6:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
-	PREFETCHT0   64(DI)(R12*1)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -2637,10 +2719,10 @@ gemmKernelAVX512_rows6:
 	LEAQ (R8)(R8*2), R13
 
 gemmKernelAVX512_krows6:
-	PREFETCHT0   (DI)(R9*8)
-	PREFETCHT0   64(DI)(R9*8)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -2666,29 +2748,30 @@ gemmKernelAVX512_krows6:
 	JNZ          gemmKernelAVX512_krows6
 
 gemmKernelAVX512_epi6:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX512_final6
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
-	VMOVUPS Z4, 256(CX)
-	VMOVUPS Z5, 320(CX)
-	VMOVUPS Z6, 384(CX)
-	VMOVUPS Z7, 448(CX)
-	VMOVUPS Z8, 512(CX)
-	VMOVUPS Z9, 576(CX)
-	VMOVUPS Z10, 640(CX)
-	VMOVUPS Z11, 704(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	VMOVUPS Z8, 512(DX)
+	VMOVUPS Z9, 576(DX)
+	VMOVUPS Z10, 640(DX)
+	VMOVUPS Z11, 704(DX)
 	JMP     gemmKernelAVX512_done6
 
 gemmKernelAVX512_final6:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Z30
-	VBROADCASTSS beta+100(FP), Z31
+	VBROADCASTSS alpha+120(FP), Z30
+	VBROADCASTSS beta+124(FP), Z31
 	TESTQ        $0x00000004, R11
 	JZ           gemmKernelAVX512_beta6
 	VMULPS       Z30, Z0, Z0
@@ -2778,27 +2861,27 @@ gemmKernelAVX512_beta6:
 	VMOVUPS     Z24, K2, 64(SI)
 
 gemmKernelAVX512_done6:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX512_next
 
 gemmKernelAVX512_m7:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX512_zero7
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
-	VMOVUPS 128(CX), Z2
-	VMOVUPS 192(CX), Z3
-	VMOVUPS 256(CX), Z4
-	VMOVUPS 320(CX), Z5
-	VMOVUPS 384(CX), Z6
-	VMOVUPS 448(CX), Z7
-	VMOVUPS 512(CX), Z8
-	VMOVUPS 576(CX), Z9
-	VMOVUPS 640(CX), Z10
-	VMOVUPS 704(CX), Z11
-	VMOVUPS 768(CX), Z12
-	VMOVUPS 832(CX), Z13
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
+	VMOVUPS 384(DX), Z6
+	VMOVUPS 448(DX), Z7
+	VMOVUPS 512(DX), Z8
+	VMOVUPS 576(DX), Z9
+	VMOVUPS 640(DX), Z10
+	VMOVUPS 704(DX), Z11
+	VMOVUPS 768(DX), Z12
+	VMOVUPS 832(DX), Z13
 	JMP     gemmKernelAVX512_init7
 
 gemmKernelAVX512_zero7:
@@ -2818,24 +2901,27 @@ gemmKernelAVX512_zero7:
 	VXORPS Z13, Z13, Z13
 
 gemmKernelAVX512_init7:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
+	MOVQ   bhalf+64(FP), AX
+	SHLQ   $0x02, AX
+	LEAQ   (BX)(AX*1), CX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX512_rows7
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX512_kpanel7:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
-	PREFETCHT0   64(DI)(R12*1)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -2868,10 +2954,10 @@ gemmKernelAVX512_rows7:
 	LEAQ (R8)(R8*2), R13
 
 gemmKernelAVX512_krows7:
-	PREFETCHT0   (DI)(R9*8)
-	PREFETCHT0   64(DI)(R9*8)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -2900,31 +2986,32 @@ gemmKernelAVX512_krows7:
 	JNZ          gemmKernelAVX512_krows7
 
 gemmKernelAVX512_epi7:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX512_final7
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
-	VMOVUPS Z4, 256(CX)
-	VMOVUPS Z5, 320(CX)
-	VMOVUPS Z6, 384(CX)
-	VMOVUPS Z7, 448(CX)
-	VMOVUPS Z8, 512(CX)
-	VMOVUPS Z9, 576(CX)
-	VMOVUPS Z10, 640(CX)
-	VMOVUPS Z11, 704(CX)
-	VMOVUPS Z12, 768(CX)
-	VMOVUPS Z13, 832(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	VMOVUPS Z8, 512(DX)
+	VMOVUPS Z9, 576(DX)
+	VMOVUPS Z10, 640(DX)
+	VMOVUPS Z11, 704(DX)
+	VMOVUPS Z12, 768(DX)
+	VMOVUPS Z13, 832(DX)
 	JMP     gemmKernelAVX512_done7
 
 gemmKernelAVX512_final7:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Z30
-	VBROADCASTSS beta+100(FP), Z31
+	VBROADCASTSS alpha+120(FP), Z30
+	VBROADCASTSS beta+124(FP), Z31
 	TESTQ        $0x00000004, R11
 	JZ           gemmKernelAVX512_beta7
 	VMULPS       Z30, Z0, Z0
@@ -3028,29 +3115,29 @@ gemmKernelAVX512_beta7:
 	VMOVUPS     Z24, K2, 64(SI)
 
 gemmKernelAVX512_done7:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX512_next
 
 gemmKernelAVX512_m8:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX512_zero8
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
-	VMOVUPS 128(CX), Z2
-	VMOVUPS 192(CX), Z3
-	VMOVUPS 256(CX), Z4
-	VMOVUPS 320(CX), Z5
-	VMOVUPS 384(CX), Z6
-	VMOVUPS 448(CX), Z7
-	VMOVUPS 512(CX), Z8
-	VMOVUPS 576(CX), Z9
-	VMOVUPS 640(CX), Z10
-	VMOVUPS 704(CX), Z11
-	VMOVUPS 768(CX), Z12
-	VMOVUPS 832(CX), Z13
-	VMOVUPS 896(CX), Z14
-	VMOVUPS 960(CX), Z15
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
+	VMOVUPS 384(DX), Z6
+	VMOVUPS 448(DX), Z7
+	VMOVUPS 512(DX), Z8
+	VMOVUPS 576(DX), Z9
+	VMOVUPS 640(DX), Z10
+	VMOVUPS 704(DX), Z11
+	VMOVUPS 768(DX), Z12
+	VMOVUPS 832(DX), Z13
+	VMOVUPS 896(DX), Z14
+	VMOVUPS 960(DX), Z15
 	JMP     gemmKernelAVX512_init8
 
 gemmKernelAVX512_zero8:
@@ -3072,24 +3159,27 @@ gemmKernelAVX512_zero8:
 	VXORPS Z15, Z15, Z15
 
 gemmKernelAVX512_init8:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
+	MOVQ   bhalf+64(FP), AX
+	SHLQ   $0x02, AX
+	LEAQ   (BX)(AX*1), CX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX512_rows8
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX512_kpanel8:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
-	PREFETCHT0   64(DI)(R12*1)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -3125,10 +3215,10 @@ gemmKernelAVX512_rows8:
 	LEAQ (R8)(R8*2), R13
 
 gemmKernelAVX512_krows8:
-	PREFETCHT0   (DI)(R9*8)
-	PREFETCHT0   64(DI)(R9*8)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -3160,33 +3250,34 @@ gemmKernelAVX512_krows8:
 	JNZ          gemmKernelAVX512_krows8
 
 gemmKernelAVX512_epi8:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX512_final8
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
-	VMOVUPS Z4, 256(CX)
-	VMOVUPS Z5, 320(CX)
-	VMOVUPS Z6, 384(CX)
-	VMOVUPS Z7, 448(CX)
-	VMOVUPS Z8, 512(CX)
-	VMOVUPS Z9, 576(CX)
-	VMOVUPS Z10, 640(CX)
-	VMOVUPS Z11, 704(CX)
-	VMOVUPS Z12, 768(CX)
-	VMOVUPS Z13, 832(CX)
-	VMOVUPS Z14, 896(CX)
-	VMOVUPS Z15, 960(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	VMOVUPS Z8, 512(DX)
+	VMOVUPS Z9, 576(DX)
+	VMOVUPS Z10, 640(DX)
+	VMOVUPS Z11, 704(DX)
+	VMOVUPS Z12, 768(DX)
+	VMOVUPS Z13, 832(DX)
+	VMOVUPS Z14, 896(DX)
+	VMOVUPS Z15, 960(DX)
 	JMP     gemmKernelAVX512_done8
 
 gemmKernelAVX512_final8:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Z30
-	VBROADCASTSS beta+100(FP), Z31
+	VBROADCASTSS alpha+120(FP), Z30
+	VBROADCASTSS beta+124(FP), Z31
 	TESTQ        $0x00000004, R11
 	JZ           gemmKernelAVX512_beta8
 	VMULPS       Z30, Z0, Z0
@@ -3304,31 +3395,31 @@ gemmKernelAVX512_beta8:
 	VMOVUPS     Z24, K2, 64(SI)
 
 gemmKernelAVX512_done8:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX512_next
 
 gemmKernelAVX512_m9:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX512_zero9
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
-	VMOVUPS 128(CX), Z2
-	VMOVUPS 192(CX), Z3
-	VMOVUPS 256(CX), Z4
-	VMOVUPS 320(CX), Z5
-	VMOVUPS 384(CX), Z6
-	VMOVUPS 448(CX), Z7
-	VMOVUPS 512(CX), Z8
-	VMOVUPS 576(CX), Z9
-	VMOVUPS 640(CX), Z10
-	VMOVUPS 704(CX), Z11
-	VMOVUPS 768(CX), Z12
-	VMOVUPS 832(CX), Z13
-	VMOVUPS 896(CX), Z14
-	VMOVUPS 960(CX), Z15
-	VMOVUPS 1024(CX), Z16
-	VMOVUPS 1088(CX), Z17
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
+	VMOVUPS 384(DX), Z6
+	VMOVUPS 448(DX), Z7
+	VMOVUPS 512(DX), Z8
+	VMOVUPS 576(DX), Z9
+	VMOVUPS 640(DX), Z10
+	VMOVUPS 704(DX), Z11
+	VMOVUPS 768(DX), Z12
+	VMOVUPS 832(DX), Z13
+	VMOVUPS 896(DX), Z14
+	VMOVUPS 960(DX), Z15
+	VMOVUPS 1024(DX), Z16
+	VMOVUPS 1088(DX), Z17
 	JMP     gemmKernelAVX512_init9
 
 gemmKernelAVX512_zero9:
@@ -3352,24 +3443,27 @@ gemmKernelAVX512_zero9:
 	VXORPS Z17, Z17, Z17
 
 gemmKernelAVX512_init9:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
+	MOVQ   bhalf+64(FP), AX
+	SHLQ   $0x02, AX
+	LEAQ   (BX)(AX*1), CX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX512_rows9
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX512_kpanel9:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
-	PREFETCHT0   64(DI)(R12*1)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -3409,10 +3503,10 @@ gemmKernelAVX512_rows9:
 	LEAQ (R8)(R8*2), R13
 
 gemmKernelAVX512_krows9:
-	PREFETCHT0   (DI)(R9*8)
-	PREFETCHT0   64(DI)(R9*8)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -3448,35 +3542,36 @@ gemmKernelAVX512_krows9:
 	JNZ          gemmKernelAVX512_krows9
 
 gemmKernelAVX512_epi9:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX512_final9
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
-	VMOVUPS Z4, 256(CX)
-	VMOVUPS Z5, 320(CX)
-	VMOVUPS Z6, 384(CX)
-	VMOVUPS Z7, 448(CX)
-	VMOVUPS Z8, 512(CX)
-	VMOVUPS Z9, 576(CX)
-	VMOVUPS Z10, 640(CX)
-	VMOVUPS Z11, 704(CX)
-	VMOVUPS Z12, 768(CX)
-	VMOVUPS Z13, 832(CX)
-	VMOVUPS Z14, 896(CX)
-	VMOVUPS Z15, 960(CX)
-	VMOVUPS Z16, 1024(CX)
-	VMOVUPS Z17, 1088(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	VMOVUPS Z8, 512(DX)
+	VMOVUPS Z9, 576(DX)
+	VMOVUPS Z10, 640(DX)
+	VMOVUPS Z11, 704(DX)
+	VMOVUPS Z12, 768(DX)
+	VMOVUPS Z13, 832(DX)
+	VMOVUPS Z14, 896(DX)
+	VMOVUPS Z15, 960(DX)
+	VMOVUPS Z16, 1024(DX)
+	VMOVUPS Z17, 1088(DX)
 	JMP     gemmKernelAVX512_done9
 
 gemmKernelAVX512_final9:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Z30
-	VBROADCASTSS beta+100(FP), Z31
+	VBROADCASTSS alpha+120(FP), Z30
+	VBROADCASTSS beta+124(FP), Z31
 	TESTQ        $0x00000004, R11
 	JZ           gemmKernelAVX512_beta9
 	VMULPS       Z30, Z0, Z0
@@ -3608,33 +3703,33 @@ gemmKernelAVX512_beta9:
 	VMOVUPS     Z24, K2, 64(SI)
 
 gemmKernelAVX512_done9:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX512_next
 
 gemmKernelAVX512_m10:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX512_zero10
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
-	VMOVUPS 128(CX), Z2
-	VMOVUPS 192(CX), Z3
-	VMOVUPS 256(CX), Z4
-	VMOVUPS 320(CX), Z5
-	VMOVUPS 384(CX), Z6
-	VMOVUPS 448(CX), Z7
-	VMOVUPS 512(CX), Z8
-	VMOVUPS 576(CX), Z9
-	VMOVUPS 640(CX), Z10
-	VMOVUPS 704(CX), Z11
-	VMOVUPS 768(CX), Z12
-	VMOVUPS 832(CX), Z13
-	VMOVUPS 896(CX), Z14
-	VMOVUPS 960(CX), Z15
-	VMOVUPS 1024(CX), Z16
-	VMOVUPS 1088(CX), Z17
-	VMOVUPS 1152(CX), Z18
-	VMOVUPS 1216(CX), Z19
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
+	VMOVUPS 384(DX), Z6
+	VMOVUPS 448(DX), Z7
+	VMOVUPS 512(DX), Z8
+	VMOVUPS 576(DX), Z9
+	VMOVUPS 640(DX), Z10
+	VMOVUPS 704(DX), Z11
+	VMOVUPS 768(DX), Z12
+	VMOVUPS 832(DX), Z13
+	VMOVUPS 896(DX), Z14
+	VMOVUPS 960(DX), Z15
+	VMOVUPS 1024(DX), Z16
+	VMOVUPS 1088(DX), Z17
+	VMOVUPS 1152(DX), Z18
+	VMOVUPS 1216(DX), Z19
 	JMP     gemmKernelAVX512_init10
 
 gemmKernelAVX512_zero10:
@@ -3660,24 +3755,27 @@ gemmKernelAVX512_zero10:
 	VXORPS Z19, Z19, Z19
 
 gemmKernelAVX512_init10:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
+	MOVQ   bhalf+64(FP), AX
+	SHLQ   $0x02, AX
+	LEAQ   (BX)(AX*1), CX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX512_rows10
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX512_kpanel10:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
-	PREFETCHT0   64(DI)(R12*1)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -3720,10 +3818,10 @@ gemmKernelAVX512_rows10:
 	LEAQ (R8)(R8*2), R13
 
 gemmKernelAVX512_krows10:
-	PREFETCHT0   (DI)(R9*8)
-	PREFETCHT0   64(DI)(R9*8)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -3762,37 +3860,38 @@ gemmKernelAVX512_krows10:
 	JNZ          gemmKernelAVX512_krows10
 
 gemmKernelAVX512_epi10:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX512_final10
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
-	VMOVUPS Z4, 256(CX)
-	VMOVUPS Z5, 320(CX)
-	VMOVUPS Z6, 384(CX)
-	VMOVUPS Z7, 448(CX)
-	VMOVUPS Z8, 512(CX)
-	VMOVUPS Z9, 576(CX)
-	VMOVUPS Z10, 640(CX)
-	VMOVUPS Z11, 704(CX)
-	VMOVUPS Z12, 768(CX)
-	VMOVUPS Z13, 832(CX)
-	VMOVUPS Z14, 896(CX)
-	VMOVUPS Z15, 960(CX)
-	VMOVUPS Z16, 1024(CX)
-	VMOVUPS Z17, 1088(CX)
-	VMOVUPS Z18, 1152(CX)
-	VMOVUPS Z19, 1216(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	VMOVUPS Z8, 512(DX)
+	VMOVUPS Z9, 576(DX)
+	VMOVUPS Z10, 640(DX)
+	VMOVUPS Z11, 704(DX)
+	VMOVUPS Z12, 768(DX)
+	VMOVUPS Z13, 832(DX)
+	VMOVUPS Z14, 896(DX)
+	VMOVUPS Z15, 960(DX)
+	VMOVUPS Z16, 1024(DX)
+	VMOVUPS Z17, 1088(DX)
+	VMOVUPS Z18, 1152(DX)
+	VMOVUPS Z19, 1216(DX)
 	JMP     gemmKernelAVX512_done10
 
 gemmKernelAVX512_final10:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Z30
-	VBROADCASTSS beta+100(FP), Z31
+	VBROADCASTSS alpha+120(FP), Z30
+	VBROADCASTSS beta+124(FP), Z31
 	TESTQ        $0x00000004, R11
 	JZ           gemmKernelAVX512_beta10
 	VMULPS       Z30, Z0, Z0
@@ -3938,35 +4037,35 @@ gemmKernelAVX512_beta10:
 	VMOVUPS     Z24, K2, 64(SI)
 
 gemmKernelAVX512_done10:
-	VZEROUPPER
-	RET
+	JMP gemmKernelAVX512_next
 
 gemmKernelAVX512_m11:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000001, R11
 	JZ      gemmKernelAVX512_zero11
-	VMOVUPS (CX), Z0
-	VMOVUPS 64(CX), Z1
-	VMOVUPS 128(CX), Z2
-	VMOVUPS 192(CX), Z3
-	VMOVUPS 256(CX), Z4
-	VMOVUPS 320(CX), Z5
-	VMOVUPS 384(CX), Z6
-	VMOVUPS 448(CX), Z7
-	VMOVUPS 512(CX), Z8
-	VMOVUPS 576(CX), Z9
-	VMOVUPS 640(CX), Z10
-	VMOVUPS 704(CX), Z11
-	VMOVUPS 768(CX), Z12
-	VMOVUPS 832(CX), Z13
-	VMOVUPS 896(CX), Z14
-	VMOVUPS 960(CX), Z15
-	VMOVUPS 1024(CX), Z16
-	VMOVUPS 1088(CX), Z17
-	VMOVUPS 1152(CX), Z18
-	VMOVUPS 1216(CX), Z19
-	VMOVUPS 1280(CX), Z20
-	VMOVUPS 1344(CX), Z21
+	MOVQ    16(SP), DX
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS 256(DX), Z4
+	VMOVUPS 320(DX), Z5
+	VMOVUPS 384(DX), Z6
+	VMOVUPS 448(DX), Z7
+	VMOVUPS 512(DX), Z8
+	VMOVUPS 576(DX), Z9
+	VMOVUPS 640(DX), Z10
+	VMOVUPS 704(DX), Z11
+	VMOVUPS 768(DX), Z12
+	VMOVUPS 832(DX), Z13
+	VMOVUPS 896(DX), Z14
+	VMOVUPS 960(DX), Z15
+	VMOVUPS 1024(DX), Z16
+	VMOVUPS 1088(DX), Z17
+	VMOVUPS 1152(DX), Z18
+	VMOVUPS 1216(DX), Z19
+	VMOVUPS 1280(DX), Z20
+	VMOVUPS 1344(DX), Z21
 	JMP     gemmKernelAVX512_init11
 
 gemmKernelAVX512_zero11:
@@ -3994,24 +4093,27 @@ gemmKernelAVX512_zero11:
 	VXORPS Z21, Z21, Z21
 
 gemmKernelAVX512_init11:
-	MOVQ   k+8(FP), R10
-	MOVQ   b+40(FP), DI
-	MOVQ   bs+48(FP), R9
+	MOVQ   k+16(FP), R10
+	MOVQ   32(SP), DI
+	MOVQ   bs+56(FP), R9
 	SHLQ   $0x02, R9
-	MOVQ   astride+32(FP), R8
+	MOVQ   astride+40(FP), R8
 	SHLQ   $0x02, R8
-	MOVQ   AX, SI
+	MOVQ   (SP), SI
+	IMUL3Q $0x00000020, R9, BX
+	MOVQ   bhalf+64(FP), AX
+	SHLQ   $0x02, AX
+	LEAQ   (BX)(AX*1), CX
 	TESTQ  $0x00000008, R11
 	JNZ    gemmKernelAVX512_rows11
-	IMUL3Q $0x00000020, R8, R11
-	IMUL3Q $0x00000020, R9, R12
+	IMUL3Q $0x00000020, R8, DX
 
 gemmKernelAVX512_kpanel11:
-	PREFETCHT0   (SI)(R11*1)
-	PREFETCHT0   (DI)(R12*1)
-	PREFETCHT0   64(DI)(R12*1)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (SI)(DX*1)
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -4057,10 +4159,10 @@ gemmKernelAVX512_rows11:
 	LEAQ (R8)(R8*2), R13
 
 gemmKernelAVX512_krows11:
-	PREFETCHT0   (DI)(R9*8)
-	PREFETCHT0   64(DI)(R9*8)
-	VMOVUPS      (DI), Z24
-	VMOVUPS      64(DI), Z25
+	PREFETCHT0   (DI)(BX*1)
+	PREFETCHT0   (DI)(CX*1)
+	VMOVUPS.Z    (DI), K1, Z24
+	VMOVUPS.Z    (DI)(AX*1), K2, Z25
 	VBROADCASTSS (SI), Z26
 	VFMADD231PS  Z24, Z26, Z0
 	VFMADD231PS  Z25, Z26, Z1
@@ -4102,39 +4204,40 @@ gemmKernelAVX512_krows11:
 	JNZ          gemmKernelAVX512_krows11
 
 gemmKernelAVX512_epi11:
-	MOVQ    flags+88(FP), R11
+	MOVQ    flags+112(FP), R11
 	TESTQ   $0x00000002, R11
 	JZ      gemmKernelAVX512_final11
-	VMOVUPS Z0, (CX)
-	VMOVUPS Z1, 64(CX)
-	VMOVUPS Z2, 128(CX)
-	VMOVUPS Z3, 192(CX)
-	VMOVUPS Z4, 256(CX)
-	VMOVUPS Z5, 320(CX)
-	VMOVUPS Z6, 384(CX)
-	VMOVUPS Z7, 448(CX)
-	VMOVUPS Z8, 512(CX)
-	VMOVUPS Z9, 576(CX)
-	VMOVUPS Z10, 640(CX)
-	VMOVUPS Z11, 704(CX)
-	VMOVUPS Z12, 768(CX)
-	VMOVUPS Z13, 832(CX)
-	VMOVUPS Z14, 896(CX)
-	VMOVUPS Z15, 960(CX)
-	VMOVUPS Z16, 1024(CX)
-	VMOVUPS Z17, 1088(CX)
-	VMOVUPS Z18, 1152(CX)
-	VMOVUPS Z19, 1216(CX)
-	VMOVUPS Z20, 1280(CX)
-	VMOVUPS Z21, 1344(CX)
+	MOVQ    16(SP), DX
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, 256(DX)
+	VMOVUPS Z5, 320(DX)
+	VMOVUPS Z6, 384(DX)
+	VMOVUPS Z7, 448(DX)
+	VMOVUPS Z8, 512(DX)
+	VMOVUPS Z9, 576(DX)
+	VMOVUPS Z10, 640(DX)
+	VMOVUPS Z11, 704(DX)
+	VMOVUPS Z12, 768(DX)
+	VMOVUPS Z13, 832(DX)
+	VMOVUPS Z14, 896(DX)
+	VMOVUPS Z15, 960(DX)
+	VMOVUPS Z16, 1024(DX)
+	VMOVUPS Z17, 1088(DX)
+	VMOVUPS Z18, 1152(DX)
+	VMOVUPS Z19, 1216(DX)
+	VMOVUPS Z20, 1280(DX)
+	VMOVUPS Z21, 1344(DX)
 	JMP     gemmKernelAVX512_done11
 
 gemmKernelAVX512_final11:
-	MOVQ         BX, SI
-	MOVQ         ldc+64(FP), R8
+	MOVQ         8(SP), SI
+	MOVQ         ldc+88(FP), R8
 	SHLQ         $0x02, R8
-	VBROADCASTSS alpha+96(FP), Z30
-	VBROADCASTSS beta+100(FP), Z31
+	VBROADCASTSS alpha+120(FP), Z30
+	VBROADCASTSS beta+124(FP), Z31
 	TESTQ        $0x00000004, R11
 	JZ           gemmKernelAVX512_beta11
 	VMULPS       Z30, Z0, Z0
@@ -4294,6 +4397,16 @@ gemmKernelAVX512_beta11:
 	VMOVUPS     Z24, K2, 64(SI)
 
 gemmKernelAVX512_done11:
+gemmKernelAVX512_next:
+	MOVQ bstrip+72(FP), R11
+	SHLQ $0x02, R11
+	ADDQ R11, 32(SP)
+	ADDQ $0x00000080, 40(SP)
+	MOVQ accstrip+104(FP), R11
+	SHLQ $0x02, R11
+	ADDQ R11, 48(SP)
+	SUBQ $0x00000020, 56(SP)
+	JG   gemmKernelAVX512_strip
 	VZEROUPPER
 	RET
 
@@ -4377,15 +4490,15 @@ transpose8_loop:
 	VANDPS     (R13), Y14, Y14
 	VANDPS     (R13), Y15, Y15
 	VMOVUPS    Y8, (DI)
-	VMOVUPS    Y9, 128(DI)
-	VMOVUPS    Y10, 256(DI)
-	VMOVUPS    Y11, 384(DI)
-	VMOVUPS    Y12, 512(DI)
-	VMOVUPS    Y13, 640(DI)
-	VMOVUPS    Y14, 768(DI)
-	VMOVUPS    Y15, 896(DI)
+	VMOVUPS    Y9, 64(DI)
+	VMOVUPS    Y10, 128(DI)
+	VMOVUPS    Y11, 192(DI)
+	VMOVUPS    Y12, 256(DI)
+	VMOVUPS    Y13, 320(DI)
+	VMOVUPS    Y14, 384(DI)
+	VMOVUPS    Y15, 448(DI)
 	ADDQ       $0x00000020, SI
-	ADDQ       $0x00000400, DI
+	ADDQ       $0x00000200, DI
 	DECQ       R12
 	JNZ        transpose8_loop
 
@@ -4441,25 +4554,25 @@ transpose8_tail:
 	VMOVUPS    Y8, (DI)
 	CMPQ       R12, $0x00000001
 	JLE        transpose8_done
-	VMOVUPS    Y9, 128(DI)
+	VMOVUPS    Y9, 64(DI)
 	CMPQ       R12, $0x00000002
 	JLE        transpose8_done
-	VMOVUPS    Y10, 256(DI)
+	VMOVUPS    Y10, 128(DI)
 	CMPQ       R12, $0x00000003
 	JLE        transpose8_done
-	VMOVUPS    Y11, 384(DI)
+	VMOVUPS    Y11, 192(DI)
 	CMPQ       R12, $0x00000004
 	JLE        transpose8_done
-	VMOVUPS    Y12, 512(DI)
+	VMOVUPS    Y12, 256(DI)
 	CMPQ       R12, $0x00000005
 	JLE        transpose8_done
-	VMOVUPS    Y13, 640(DI)
+	VMOVUPS    Y13, 320(DI)
 	CMPQ       R12, $0x00000006
 	JLE        transpose8_done
-	VMOVUPS    Y14, 768(DI)
+	VMOVUPS    Y14, 384(DI)
 	CMPQ       R12, $0x00000007
 	JLE        transpose8_done
-	VMOVUPS    Y15, 896(DI)
+	VMOVUPS    Y15, 448(DI)
 
 transpose8_done:
 	VZEROUPPER

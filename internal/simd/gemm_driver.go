@@ -25,9 +25,9 @@ import (
 // FMAs over k. Only the last piece applies alpha and beta.
 
 // packW is the column width of the panels of a packed B.
-const packW = 32
+const packW = 16
 
-// Flag bits of a strip call (the same values as in the generator).
+// Flag bits of a kernel call (the same values as in the generator).
 const (
 	flagLoad    = 1 // start from the raw sums in acc instead of zero
 	flagPartial = 2 // store the raw sums to acc instead of finishing C
@@ -35,25 +35,44 @@ const (
 	flagRows    = 8 // A element (r, p) at a[r*astride+p], else a[r+p*astride]
 )
 
-// stripFunc computes C[r][j] for r in [0,m) and j in [0,nr) (nr ≤ the
-// kernel's width) at c[coff:] with leading dimension ldc, over k steps:
-//
-//   - A element (r, p) is at a[aoff + (r%mr) + p*astride + (r/mr)*apanel],
-//     or, with flagRows, at a[aoff + (r%mr)*astride + p + (r/mr)*apanel];
-//   - B element (p, j) is at b[boff + p*bs + j] for j below the kernel's
-//     width (all of them readable, padding included);
-//   - the raw sums of the panel of rows starting at r are at
-//     acc[accoff + r*width:], row after row, for flagLoad and flagPartial.
-type stripFunc func(m, k int, a []float32, aoff, apanel, astride int, b []float32, boff, bs int, c []float32, coff, ldc int, acc []float32, accoff, nr, flags int, alpha, beta float32)
+// kernelCall is one call of a kernel: it computes C[r][j] for r in [0,m)
+// and j in [0,n) at c[coff+r*ldc+j], over k steps, in strips of the
+// kernel's nr columns and panels of its mr rows.
+type kernelCall struct {
+	m, n, k int
+	// A element (r, p) is at a[aoff + (r%mr) + p*astride + (r/mr)*apanel],
+	// or, with flagRows, at a[aoff + (r%mr)*astride + p + (r/mr)*apanel].
+	a                     []float32
+	aoff, apanel, astride int
+	// B element (p, j) is at b[boff + p*bs + j] when panel is 0, and at
+	// b[boff + (j/packW)*panel + p*packW + j%packW] (bs = packW) in a
+	// packed B.
+	b               []float32
+	boff, bs, panel int
+	c               []float32
+	coff, ldc       int
+	acc             []float32 // raw sums, see gemmKernel.accSize
+	flags           int
+	alpha, beta     float32
+}
 
 // gemmKernel is a micro-kernel and the blocking that suits it.
 type gemmKernel struct {
 	mr, nr int // register tile
 	kc     int // longest piece of k
 	mc     int // rows of a block of C (a multiple of mr)
-	nc     int // columns of a block of C (a multiple of packW)
-	strip  stripFunc
+	nc     int // columns of a block of C (a multiple of nr and packW)
+	// run performs a call, with s as scratch memory.
+	run func(x *kernelCall, s *gemmScratch)
 }
+
+// accSize is the length of the raw sums of an m×n block: strip after
+// strip of nr columns, each roundUp(m, mr)·nr long, row after row.
+func (kern *gemmKernel) accSize(m, n int) int {
+	return ceilDiv(n, kern.nr) * kern.accStrip(m)
+}
+
+func (kern *gemmKernel) accStrip(m int) int { return roundUp(m, kern.mr) * kern.nr }
 
 // kernels holds the kernel of each level; levels without one use the
 // portable kernel.
@@ -89,6 +108,7 @@ type gemmOp struct {
 
 // gemmScratch is one goroutine's working memory.
 type gemmScratch struct {
+	call  kernelCall
 	acc   []float32 // raw sums of a block when k is cut
 	bEdge []float32 // zero-padded copy of a narrow last strip of B
 }
@@ -148,8 +168,9 @@ func (g *gemmOp) plan(workers int) {
 	pieces := ceilDiv(g.k, kern.kc)
 	g.kc = roundUp(ceilDiv(g.k, pieces), 8)
 
+	colUnit := max(kern.nr, packW)
 	g.mc = min(kern.mc, roundUp(g.m, kern.mr))
-	g.nc = min(kern.nc, roundUp(g.n, packW))
+	g.nc = min(kern.nc, roundUp(g.n, colUnit))
 	g.rowBlocks = ceilDiv(g.m, g.mc)
 	g.colBlocks = ceilDiv(g.n, g.nc)
 	if workers == 1 {
@@ -164,8 +185,8 @@ func (g *gemmOp) plan(workers int) {
 		g.rowBlocks = ceilDiv(g.m, g.mc)
 	}
 	if g.rowBlocks*g.colBlocks < want {
-		cb := min(ceilDiv(want, g.rowBlocks), ceilDiv(g.n, packW))
-		g.nc = roundUp(ceilDiv(g.n, cb), packW)
+		cb := min(ceilDiv(want, g.rowBlocks), ceilDiv(g.n, colUnit))
+		g.nc = roundUp(ceilDiv(g.n, cb), colUnit)
 		g.colBlocks = ceilDiv(g.n, g.nc)
 	}
 }
@@ -175,49 +196,43 @@ func (g *gemmOp) task(t int, s *gemmScratch) {
 	kern := g.kern
 	i0 := (t / g.colBlocks) * g.mc
 	j0 := (t % g.colBlocks) * g.nc
-	rows := min(g.mc, g.m-i0)
-	j1 := min(j0+g.nc, g.n)
-	rowsPad := roundUp(rows, kern.mr)
+	x := &s.call
+	*x = kernelCall{
+		m: min(g.mc, g.m-i0), n: min(g.nc, g.n-j0),
+		c: g.c, coff: i0*g.ldc + j0, ldc: g.ldc,
+		alpha: g.alpha, beta: g.beta,
+		a: g.a, astride: g.lda,
+	}
 	if g.k > g.kc {
-		s.acc = grow(s.acc, rowsPad*roundUp(j1-j0, kern.nr))
+		s.acc = grow(s.acc, kern.accSize(x.m, x.n))
+		x.acc = s.acc
 	}
 	for pc := 0; pc < g.k; pc += g.kc {
-		kb := min(g.kc, g.k-pc)
-		flags := 0
+		x.k = min(g.kc, g.k-pc)
+		x.flags = 0
 		if pc > 0 {
-			flags |= flagLoad
+			x.flags |= flagLoad
 		}
-		if pc+kb < g.k {
-			flags |= flagPartial
+		if pc+x.k < g.k {
+			x.flags |= flagPartial
 		}
 		if g.beta == 0 {
-			flags |= flagBeta0
+			x.flags |= flagBeta0
 		}
-		var aoff, apanel, astride int
 		if g.transA {
-			aoff, apanel, astride = pc*g.lda+i0, kern.mr, g.lda
+			x.aoff, x.apanel = pc*g.lda+i0, kern.mr
 		} else {
-			aoff, apanel, astride = i0*g.lda+pc, kern.mr*g.lda, g.lda
-			flags |= flagRows
+			x.aoff, x.apanel = i0*g.lda+pc, kern.mr*g.lda
+			x.flags |= flagRows
 		}
-		for j := j0; j < j1; j += kern.nr {
-			nr := min(kern.nr, j1-j)
-			var b []float32
-			var boff, bs int
-			switch {
-			case g.packed != nil:
-				b, boff, bs = g.packed, (j/packW)*g.k*packW+pc*packW+j%packW, packW
-			case nr == kern.nr:
-				b, boff, bs = g.b, pc*g.ldb+j, g.ldb
-			default:
-				s.bEdge = grow(s.bEdge, kb*kern.nr)
-				packEdge(s.bEdge, kern.nr, g.b[pc*g.ldb+j:], g.ldb, kb, nr)
-				b, boff, bs = s.bEdge, 0, kern.nr
-			}
-			accoff := ((j - j0) / kern.nr) * rowsPad * kern.nr
-			kern.strip(rows, kb, g.a, aoff, apanel, astride, b, boff, bs, g.c, i0*g.ldc+j, g.ldc, s.acc, accoff, nr, flags, g.alpha, g.beta)
+		if g.packed != nil {
+			x.b, x.boff, x.bs, x.panel = g.packed, (j0/packW)*g.k*packW+pc*packW, packW, g.k*packW
+		} else {
+			x.b, x.boff, x.bs, x.panel = g.b, pc*g.ldb+j0, g.ldb, 0
 		}
+		kern.run(x, s)
 	}
+	*x = kernelCall{}
 }
 
 // transposeGroups holds, per level, an assembly transposition of up to 8

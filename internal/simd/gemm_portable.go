@@ -9,10 +9,33 @@ const (
 )
 
 func init() {
-	kernels[Portable] = &gemmKernel{mr: goMR, nr: goNR, kc: 256, mc: 64, nc: 256, strip: stripGo}
+	kernels[Portable] = &gemmKernel{mr: goMR, nr: goNR, kc: 256, mc: 64, nc: 256, run: runGo}
 }
 
-// stripGo is the stripFunc of the portable kernel.
+// runGo performs a kernelCall strip by strip.
+func runGo(x *kernelCall, s *gemmScratch) {
+	accStrip := roundUp(x.m, goMR) * goNR
+	for j := 0; j < x.n; j += goNR {
+		nr := min(goNR, x.n-j)
+		var b []float32
+		var boff, bs int
+		switch {
+		case x.panel > 0:
+			b, boff, bs = x.b, x.boff+(j/packW)*x.panel+j%packW, packW
+		case nr == goNR:
+			b, boff, bs = x.b, x.boff+j, x.bs
+		default:
+			s.bEdge = grow(s.bEdge, x.k*goNR)
+			packEdge(s.bEdge, goNR, x.b[x.boff+j:], x.bs, x.k, nr)
+			b, boff, bs = s.bEdge, 0, goNR
+		}
+		stripGo(x.m, x.k, x.a, x.aoff, x.apanel, x.astride, b, boff, bs, x.c, x.coff+j, x.ldc, x.acc, (j/goNR)*accStrip, nr, x.flags, x.alpha, x.beta)
+	}
+}
+
+// stripGo computes one strip of nr ≤ goNR columns: B element (p, j) at
+// b[boff+p*bs+j] for j < goNR, the raw sums of the panel of rows at r at
+// acc[accoff+r*goNR:].
 func stripGo(m, k int, a []float32, aoff, apanel, astride int, b []float32, boff, bs int, c []float32, coff, ldc int, acc []float32, accoff, nr, flags int, alpha, beta float32) {
 	rs, cs := 1, astride
 	if flags&flagRows != 0 {

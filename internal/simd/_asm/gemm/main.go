@@ -17,9 +17,8 @@ import (
 
 var kind = flag.String("kind", "gemm", "what to generate: gemm or peak")
 
-var prefetch = true
-
-var prefetchDist = 32
+// prefetchDist is how many k steps ahead the kernels prefetch A and B.
+const prefetchDist = 32
 
 func main() {
 	flag.Parse()
@@ -84,24 +83,24 @@ var (
 	yregs = []VecPhysical{Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, Y8, Y9, Y10, Y11, Y12, Y13, Y14, Y15}
 )
 
-// Register use of the kernels (fixed, so that the generated code is easy
-// to read next to this program).
+// Register use inside a panel (the state of the strip and panel loops is
+// kept in the frame, so that the k loop has registers to spare).
 var (
-	aBase   = RAX // A at the current panel of rows
-	cBase   = RBX // C at the current panel of rows
-	accBase = RCX // raw sums of the current panel
-	mLeft   = RDX // rows left
 	aPtr    = RSI // A in the k loop (rows 0-3 in rows mode)
-	bPtr    = RDI // B in the k loop
+	aPtr1   = R11 // rows 4-7 in rows mode
+	aPtr2   = R12 // rows 8-11 in rows mode
+	aStr3   = R13 // 3·aStride in rows mode
 	aStride = R8  // A stride (bytes)
+	bPtr    = RDI // B in the k loop
 	bStride = R9  // B row stride (bytes)
+	bHalf   = RAX // offset of B's second vector (AVX-512)
 	kLeft   = R10 // k steps left
-	aPtr1   = R11 // rows 4-7 in rows mode; scratch otherwise
-	aPtr2   = R12 // rows 8-11 in rows mode; scratch otherwise
-	aStr3   = R13 // 3·aStride in rows mode; scratch otherwise
+	pfA     = RDX // prefetch distance of A (panel mode)
+	pfB     = RBX // prefetch distance of B
+	pfB2    = RCX // prefetch distance of B's second vector (AVX-512)
 )
 
-const kernelSig = "func(m, k int, a *float32, apanel, astride int, b *float32, bs int, c *float32, ldc int, acc *float32, nr, flags int, alpha, beta float32)"
+const kernelSig = "func(m, n, k int, a *float32, apanel, astride int, b *float32, bs, bhalf, bstrip int, c *float32, ldc int, acc *float32, accstrip, flags int, alpha, beta float32)"
 
 func gemm() {
 	maskTable = GLOBL("gemmMaskAVX2", RODATA|NOPTR)
@@ -120,9 +119,9 @@ func gemm() {
 // k floats each, become 8 columns of a packed panel (row stride packW).
 func transpose8() {
 	TEXT("gemmTranspose8AVX", NOSPLIT, "func(dst, src *float32, rows, k, lds int)")
-	Doc("gemmTranspose8AVX stores dst[p*32+i] = src[i*lds+p] for p < k, i < 8,",
+	Doc("gemmTranspose8AVX stores dst[p*16+i] = src[i*lds+p] for p < k, i < 8,",
 		"with zeros for i ≥ rows (1 ≤ rows ≤ 8, k ≥ 1).")
-	const ld = 4 * 32 // packW floats
+	const ld = 4 * 16 // packW floats
 	ptr := []Register{RAX, RBX, RCX, RDX, R8, R9, R10, R11}
 	dst, off, n, mask := RDI, RSI, R12, R13
 	Load(Param("src"), ptr[0])
@@ -226,14 +225,40 @@ func paramAddr(name string) Mem {
 	return b.Addr
 }
 
+// frame holds the loop state of a kernel call.
+type frame struct {
+	a, c, acc, m   Mem // current panel of rows, rows left
+	b, cs, accs, n Mem // current strip, columns left
+	nr             Mem // columns of the current strip
+}
+
 func kernel(s spec) {
 	TEXT(s.name, NOSPLIT, kernelSig)
-	Doc(fmt.Sprintf("%s computes C rows [0,m) × columns [0,nr) of one %d-column strip", s.name, s.nr()),
-		fmt.Sprintf("in panels of %d rows; see gemm_amd64.go.", s.mr))
+	Doc(fmt.Sprintf("%s computes C rows [0,m) × columns [0,n) in strips of %d columns", s.name, s.nr()),
+		fmt.Sprintf("and panels of %d rows; see gemm_amd64.go.", s.mr))
+	f := frame{
+		a: AllocLocal(8), c: AllocLocal(8), acc: AllocLocal(8), m: AllocLocal(8),
+		b: AllocLocal(8), cs: AllocLocal(8), accs: AllocLocal(8), n: AllocLocal(8),
+		nr: AllocLocal(8),
+	}
+	for _, x := range []struct {
+		param string
+		to    Mem
+	}{{"b", f.b}, {"c", f.cs}, {"acc", f.accs}, {"n", f.n}} {
+		Load(Param(x.param), R11)
+		MOVQ(R11, x.to)
+	}
+	name := func(what string) string { return s.name + "_" + what }
 
+	Label(name("strip"))
+	// Columns of this strip: min(nr, n left).
+	MOVQ(f.n, RCX)
+	MOVQ(U32(s.nr()), R11)
+	CMPQ(RCX, R11)
+	CMOVQGT(R11, RCX)
+	MOVQ(RCX, f.nr)
 	if s.zmm {
-		// K1, K2: which of the strip's columns to store.
-		Load(Param("nr"), RCX)
+		// K1, K2: the strip's columns, for B's loads and C's stores.
 		MOVQ(U32(1), R11)
 		SHLQ(CL, R11)
 		DECQ(R11)
@@ -241,56 +266,96 @@ func kernel(s spec) {
 		SHRQ(U8(16), R11)
 		KMOVW(R11.As32(), K2)
 	}
-	Load(Param("a"), aBase)
-	Load(Param("c"), cBase)
-	Load(Param("acc"), accBase)
-	Load(Param("m"), mLeft)
+	Load(Param("a"), R11)
+	MOVQ(R11, f.a)
+	MOVQ(f.cs, R11)
+	MOVQ(R11, f.c)
+	MOVQ(f.accs, R11)
+	MOVQ(R11, f.acc)
+	Load(Param("m"), R11)
+	MOVQ(R11, f.m)
 
-	Label(s.name + "_panel")
-	CMPQ(mLeft, U32(s.mr))
-	JB(LabelRef(s.name + "_edge"))
-	body(s, s.mr)
+	Label(name("panel"))
+	CMPQ(f.m, U32(s.mr))
+	JB(LabelRef(name("edge")))
+	body(s, f, s.mr)
 	// Next panel of rows.
 	Load(Param("apanel"), R11)
 	SHLQ(U8(2), R11)
-	ADDQ(R11, aBase)
+	ADDQ(R11, f.a)
 	Load(Param("ldc"), R11)
 	IMUL3Q(U32(4*s.mr), R11, R11)
-	ADDQ(R11, cBase)
-	ADDQ(U32(4*s.mr*s.nr()), accBase)
-	SUBQ(U32(s.mr), mLeft)
-	JNZ(LabelRef(s.name + "_panel"))
-	VZEROUPPER()
-	RET()
+	ADDQ(R11, f.c)
+	ADDQ(U32(4*s.mr*s.nr()), f.acc)
+	SUBQ(U32(s.mr), f.m)
+	JNZ(LabelRef(name("panel")))
+	JMP(LabelRef(name("next")))
 
-	Label(s.name + "_edge")
+	Label(name("edge"))
+	MOVQ(f.m, R11)
 	for mr := 1; mr < s.mr; mr++ {
-		CMPQ(mLeft, U32(mr))
+		CMPQ(R11, U32(mr))
 		JE(LabelRef(fmt.Sprintf("%s_m%d", s.name, mr)))
 	}
-	VZEROUPPER()
-	RET()
+	JMP(LabelRef(name("next")))
 	for mr := 1; mr < s.mr; mr++ {
 		Label(fmt.Sprintf("%s_m%d", s.name, mr))
-		body(s, mr)
-		VZEROUPPER()
-		RET()
+		body(s, f, mr)
+		JMP(LabelRef(name("next")))
+	}
+
+	// Next strip.
+	Label(name("next"))
+	Load(Param("bstrip"), R11)
+	SHLQ(U8(2), R11)
+	ADDQ(R11, f.b)
+	ADDQ(U32(4*s.nr()), f.cs)
+	Load(Param("accstrip"), R11)
+	SHLQ(U8(2), R11)
+	ADDQ(R11, f.accs)
+	SUBQ(U32(s.nr()), f.n)
+	JG(LabelRef(name("strip")))
+	VZEROUPPER()
+	RET()
+}
+
+// loadB loads vector v of the current row of B.
+func loadB(s spec, v int) {
+	if !s.zmm {
+		VMOVUPS(Mem{Base: bPtr, Disp: v * 4 * s.vl}, s.bvec(v))
+		return
+	}
+	// Masked: a strip narrower than nr reads no column past n.
+	m := Mem{Base: bPtr}
+	k := K1
+	if v == 1 {
+		m, k = Mem{Base: bPtr, Index: bHalf, Scale: 1}, K2
+	}
+	VMOVUPS_Z(m, k, s.bvec(v))
+}
+
+func prefetchB(s spec) {
+	PREFETCHT0(Mem{Base: bPtr, Index: pfB, Scale: 1})
+	if s.zmm {
+		PREFETCHT0(Mem{Base: bPtr, Index: pfB2, Scale: 1})
 	}
 }
 
-// body computes one panel of mr rows.
-func body(s spec, mr int) {
+// body computes one panel of mr rows of the current strip.
+func body(s spec, f frame, mr int) {
 	l := func(what string) string { return fmt.Sprintf("%s_%s%d", s.name, what, mr) }
 	vbytes := 4 * s.vl
 	accRow := 4 * s.nr()
+	accPtr := RDX
 
-	// Initial sums: zero or the raw sums of the previous k block.
+	// Initial sums: zero or the raw sums of the previous piece of k.
 	Load(Param("flags"), R11)
 	TESTQ(U32(flagLoad), R11)
 	JZ(LabelRef(l("zero")))
+	MOVQ(f.acc, accPtr)
 	for r := 0; r < mr; r++ {
 		for v := 0; v < s.nv; v++ {
-			VMOVUPS(Mem{Base: accBase, Disp: r*accRow + v*vbytes}, s.acc(r, v))
+			VMOVUPS(Mem{Base: accPtr, Disp: r*accRow + v*vbytes}, s.acc(r, v))
 		}
 	}
 	JMP(LabelRef(l("init")))
@@ -304,29 +369,28 @@ func body(s spec, mr int) {
 	Label(l("init"))
 
 	Load(Param("k"), kLeft)
-	Load(Param("b"), bPtr)
+	MOVQ(f.b, bPtr)
 	Load(Param("bs"), bStride)
 	SHLQ(U8(2), bStride)
 	Load(Param("astride"), aStride)
 	SHLQ(U8(2), aStride)
-	MOVQ(aBase, aPtr)
+	MOVQ(f.a, aPtr)
+	IMUL3Q(U32(prefetchDist), bStride, pfB)
+	if s.zmm {
+		Load(Param("bhalf"), bHalf)
+		SHLQ(U8(2), bHalf)
+		LEAQ(Mem{Base: pfB, Index: bHalf, Scale: 1}, pfB2)
+	}
 	TESTQ(U32(flagRows), R11)
 	JNZ(LabelRef(l("rows")))
 
 	// A panel mode: row r of step p at aPtr + 4r, aPtr advancing by aStride.
-	if prefetch {
-		IMUL3Q(U32(prefetchDist), aStride, aPtr1)
-		IMUL3Q(U32(prefetchDist), bStride, aPtr2)
-	}
+	IMUL3Q(U32(prefetchDist), aStride, pfA)
 	Label(l("kpanel"))
-	if prefetch {
-		PREFETCHT0(Mem{Base: aPtr, Index: aPtr1, Scale: 1})
-		for v := 0; v < s.nv; v += 64 / vbytes {
-			PREFETCHT0(Mem{Base: bPtr, Index: aPtr2, Scale: 1, Disp: v * vbytes})
-		}
-	}
+	PREFETCHT0(Mem{Base: aPtr, Index: pfA, Scale: 1})
+	prefetchB(s)
 	for v := 0; v < s.nv; v++ {
-		VMOVUPS(Mem{Base: bPtr, Disp: v * vbytes}, s.bvec(v))
+		loadB(s, v)
 	}
 	for r := 0; r < mr; r++ {
 		VBROADCASTSS(Mem{Base: aPtr, Disp: 4 * r}, s.bcast(r))
@@ -352,13 +416,9 @@ func body(s spec, mr int) {
 		LEAQ(Mem{Base: aStride, Index: aStride, Scale: 2}, aStr3)
 	}
 	Label(l("krows"))
-	if prefetch {
-		for v := 0; v < s.nv; v += 64 / vbytes {
-			PREFETCHT0(Mem{Base: bPtr, Index: bStride, Scale: 8, Disp: v * vbytes})
-		}
-	}
+	prefetchB(s)
 	for v := 0; v < s.nv; v++ {
-		VMOVUPS(Mem{Base: bPtr, Disp: v * vbytes}, s.bvec(v))
+		loadB(s, v)
 	}
 	for r := 0; r < mr; r++ {
 		base := []Register{aPtr, aPtr1, aPtr2}[r/4]
@@ -391,9 +451,10 @@ func body(s spec, mr int) {
 	Load(Param("flags"), R11)
 	TESTQ(U32(flagPartial), R11)
 	JZ(LabelRef(l("final")))
+	MOVQ(f.acc, accPtr)
 	for r := 0; r < mr; r++ {
 		for v := 0; v < s.nv; v++ {
-			VMOVUPS(s.acc(r, v), Mem{Base: accBase, Disp: r*accRow + v*vbytes})
+			VMOVUPS(s.acc(r, v), Mem{Base: accPtr, Disp: r*accRow + v*vbytes})
 		}
 	}
 	JMP(LabelRef(l("done")))
@@ -401,7 +462,7 @@ func body(s spec, mr int) {
 	// C = alpha·acc (beta == 0) or fma(alpha, acc, beta·C).
 	Label(l("final"))
 	cPtr, ldc := aPtr, aStride
-	MOVQ(cBase, cPtr)
+	MOVQ(f.c, cPtr)
 	Load(Param("ldc"), ldc)
 	SHLQ(U8(2), ldc)
 	if s.zmm {
@@ -435,10 +496,11 @@ func body(s spec, mr int) {
 		}
 	} else {
 		alpha, beta, t, mk := Y12, Y13, Y14, Y15
+		nr, tbl := aPtr2, aStr3
 		VBROADCASTSS(paramAddr("alpha"), alpha)
 		VBROADCASTSS(paramAddr("beta"), beta)
-		Load(Param("nr"), aPtr2)
-		CMPQ(aPtr2, U32(s.nr()))
+		MOVQ(f.nr, nr)
+		CMPQ(nr, U32(s.nr()))
 		JNE(LabelRef(l("masked")))
 		TESTQ(U32(flagBeta0), R11)
 		JZ(LabelRef(l("beta")))
@@ -467,10 +529,10 @@ func body(s spec, mr int) {
 
 		// Fewer than nr columns: VMASKMOVPS with masks from maskTable.
 		Label(l("masked"))
-		NEGQ(aPtr2)
-		ADDQ(U32(s.nr()), aPtr2)
-		LEAQ(maskTable, aStr3)
-		maskAt := func(v int) Mem { return Mem{Base: aStr3, Index: aPtr2, Scale: 4, Disp: v * vbytes} }
+		NEGQ(nr)
+		ADDQ(U32(s.nr()), nr)
+		LEAQ(maskTable, tbl)
+		maskAt := func(v int) Mem { return Mem{Base: tbl, Index: nr, Scale: 4, Disp: v * vbytes} }
 		TESTQ(U32(flagBeta0), R11)
 		JZ(LabelRef(l("mbeta")))
 		for r := 0; r < mr; r++ {
