@@ -1,24 +1,38 @@
 package simd
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Parallel products run on long-lived helper goroutines, so that fanning
-// out does not allocate: the caller queues the job for up to workers-1
-// helpers, works on it itself, and waits for the helpers it queued. Blocks
-// are claimed from a shared counter; which goroutine computes a block has
-// no effect on its bits.
+// out does not allocate. The caller queues the job for up to workers-1
+// helpers and works on it itself; blocks are claimed from a shared counter
+// (which goroutine computes a block has no effect on its bits), and the
+// caller waits until every block is done.
+//
+// Waking a parked goroutine on another CPU can take longer than a whole
+// product (around 0.1 ms on virtual machines), so nothing parks while a
+// burst of products runs: a helper that finished a job polls for the next
+// one for helperPoll before it parks, and the caller polls for the last
+// blocks for up to callerPoll before it parks; both yield while they
+// poll, and the bounds keep a loaded machine from losing much to polling.
+// A helper that arrives after all blocks were claimed just drops the job.
 
 // gemmJob is a product shared by the goroutines computing it.
 type gemmJob struct {
 	op    gemmOp
 	tasks int64
-	next  atomic.Int64
-	wg    sync.WaitGroup
+	next  atomic.Int64 // blocks claimed
+	done  atomic.Int64 // blocks finished
+	refs  atomic.Int32 // the caller and the queued copies
+	// finished receives one value from whoever finishes the last block.
+	finished chan struct{}
 }
 
+// work computes blocks until none is left.
 func (j *gemmJob) work() {
 	s := scratchPool.Get().(*gemmScratch)
 	for {
@@ -27,11 +41,22 @@ func (j *gemmJob) work() {
 			break
 		}
 		j.op.task(int(t), s)
+		if j.done.Add(1) == j.tasks {
+			j.finished <- struct{}{}
+		}
 	}
 	scratchPool.Put(s)
 }
 
-var jobPool = sync.Pool{New: func() any { return new(gemmJob) }}
+// release drops a reference to j, recycling it after the last one.
+func (j *gemmJob) release() {
+	if j.refs.Add(-1) == 0 {
+		j.op = gemmOp{}
+		jobPool.Put(j)
+	}
+}
+
+var jobPool = sync.Pool{New: func() any { return &gemmJob{finished: make(chan struct{}, 1)} }}
 
 // helpers is the pool of helper goroutines.
 var helpers struct {
@@ -42,6 +67,13 @@ var helpers struct {
 
 // maxHelpers bounds the number of helper goroutines.
 const maxHelpers = 256
+
+// helperPoll is how long a helper keeps polling for a job before it
+// parks, callerPoll how long a caller polls for the last blocks.
+const (
+	helperPoll = 200 * time.Microsecond
+	callerPoll = 100 * time.Microsecond
+)
 
 func ensureHelpers(n int) {
 	n = min(n, maxHelpers)
@@ -58,8 +90,27 @@ func ensureHelpers(n int) {
 
 func helper(queue chan *gemmJob) {
 	for j := range queue {
-		j.work()
-		j.wg.Done()
+		for j != nil {
+			j.work()
+			j.release()
+			j = poll(queue)
+		}
+	}
+}
+
+// poll waits up to helperPoll for a job from queue, yielding in between.
+func poll(queue chan *gemmJob) *gemmJob {
+	start := time.Now()
+	for i := 1; ; i++ {
+		select {
+		case j := <-queue:
+			return j
+		default:
+		}
+		if i%16 == 0 && time.Since(start) > helperPoll {
+			return nil
+		}
+		runtime.Gosched()
 	}
 }
 
@@ -70,16 +121,24 @@ func parallelTasks(g *gemmOp, workers, tasks int) {
 	j.op = *g
 	j.tasks = int64(tasks)
 	j.next.Store(0)
+	j.done.Store(0)
+	j.refs.Store(1)
 	for i := 0; i < workers-1; i++ {
-		j.wg.Add(1)
+		j.refs.Add(1)
 		select {
 		case helpers.queue <- j:
 		default:
-			j.wg.Done()
+			j.refs.Add(-1)
 		}
 	}
 	j.work()
-	j.wg.Wait()
-	j.op = gemmOp{}
-	jobPool.Put(j)
+	start := time.Now()
+	for i := 1; j.done.Load() < j.tasks; i++ {
+		if i%16 == 0 && time.Since(start) > callerPoll {
+			break
+		}
+		runtime.Gosched()
+	}
+	<-j.finished
+	j.release()
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -403,5 +404,37 @@ func TestGemmNoAllocs(t *testing.T) {
 				t.Errorf("%v with %d workers: %v allocations per call", g, w, allocs)
 			}
 		}
+	}
+}
+
+// TestGemmConcurrentCallers runs parallel products from several goroutines
+// at once, sharing the helpers.
+func TestGemmConcurrentCallers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	cases := make([]*gemmCase, 6)
+	wants := make([][]float32, len(cases))
+	for i := range cases {
+		f := forms[i%4]
+		cases[i] = newCase(rng, f[0], f[1], 150+10*i, 130, 100+20*i, 1, 0.5, 2)
+		wants[i] = cases[i].gemm(1)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, len(cases))
+	for i, g := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for rep := 0; rep < 20; rep++ {
+				if d := sameBits(wants[i], g.gemm(1+rep%3)); d >= 0 {
+					errs <- fmt.Sprintf("%v: differs at %d", g, d)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
