@@ -6,23 +6,27 @@ import (
 )
 
 // The GEMM driver follows BLIS: C is cut into blocks of at most mc rows
-// and nc columns (the unit of work of a goroutine); for each block, k is
-// cut into pieces of at most kc steps; for each piece, a strip call of the
-// micro-kernel sweeps one nr-column strip of B (which stays in L1) down
-// all the block's rows in panels of mr rows, reading A from a block that
-// stays in L2.
+// and nc columns (the unit of work of a goroutine), and k into pieces of
+// at most kc steps. For each block and piece, one kernel call sweeps the
+// block strip by strip (nr columns of B, which stay in L1) and, within a
+// strip, panel by panel (mr rows of A, read from the block's rows, which
+// stay in L2), keeping an mr×nr tile of C in registers.
 //
 // A is read in place: its row-major form (NN, NT) by rows, its transposed
 // form (TN, TT) by columns, which is already the layout of a packed A
-// panel. B is read in place when it is not transposed, except for a last
-// strip narrower than nr, which is copied into a zero-padded buffer; a
-// transposed B is packed whole, first, into panels of packW columns (the
-// layout PackedB keeps).
+// panel. B is read in place when it is not transposed (a last strip
+// narrower than nr is read through masks, or copied into a zero-padded
+// buffer by the kernels without masked loads); a transposed B is packed
+// whole, first, into panels of packW columns (the layout PackedB keeps).
+// Rows past m are never read or computed: the kernels have a variant for
+// each smaller number of rows. Columns past n are computed in padding
+// lanes and never stored; a lane's value does not depend on other lanes.
 //
 // When k is cut, the raw sums s of a block are kept in a scratch buffer
 // between pieces and the next piece continues from them, so the
 // arithmetic of every element is the same whatever kc: a plain sequence of
-// FMAs over k. Only the last piece applies alpha and beta.
+// FMAs over k. Only the last piece applies alpha and beta. mc, nc and kc
+// (and the split of C among goroutines) thus only affect speed.
 
 // packW is the column width of the panels of a packed B.
 const packW = 16

@@ -17,8 +17,17 @@ import (
 
 var kind = flag.String("kind", "gemm", "what to generate: gemm or peak")
 
-// prefetchDist is how many k steps ahead the kernels prefetch A and B.
-const prefetchDist = 32
+// prefetchDist is how many k steps ahead the kernels prefetch A (when it
+// is read by columns) and B: it matters for operands read in place with
+// a large stride, such as both operands of a TN product (measured: 8 to
+// 24 steps do equally well, 64 steps or one piece of k ahead worse).
+const prefetchDist = 16
+
+// prefetchDistance sets dst to the prefetch distance for rows stride
+// apart.
+func prefetchDistance(stride, dst Register) {
+	IMUL3Q(U32(prefetchDist), stride, dst)
+}
 
 func main() {
 	flag.Parse()
@@ -232,6 +241,16 @@ type frame struct {
 	nr             Mem // columns of the current strip
 }
 
+// wideRows is the most rows for which the kernel sweeps two strips at
+// once, keeping twice the accumulators of a row (so that a call with few
+// rows is not bound by the FMA latency).
+func (s spec) wideRows() int {
+	if s.zmm {
+		return 6
+	}
+	return 2
+}
+
 func kernel(s spec) {
 	TEXT(s.name, NOSPLIT, kernelSig)
 	Doc(fmt.Sprintf("%s computes C rows [0,m) × columns [0,n) in strips of %d columns", s.name, s.nr()),
@@ -249,6 +268,15 @@ func kernel(s spec) {
 		MOVQ(R11, x.to)
 	}
 	name := func(what string) string { return s.name + "_" + what }
+	// setMasks sets the column masks of a strip from the columns in RCX.
+	setMasks := func(k1, k2 Op) {
+		MOVQ(U32(1), R11)
+		SHLQ(CL, R11)
+		DECQ(R11)
+		KMOVW(R11.As32(), k1)
+		SHRQ(U8(16), R11)
+		KMOVW(R11.As32(), k2)
+	}
 
 	Label(name("strip"))
 	// Columns of this strip: min(nr, n left).
@@ -259,12 +287,7 @@ func kernel(s spec) {
 	MOVQ(RCX, f.nr)
 	if s.zmm {
 		// K1, K2: the strip's columns, for B's loads and C's stores.
-		MOVQ(U32(1), R11)
-		SHLQ(CL, R11)
-		DECQ(R11)
-		KMOVW(R11.As32(), K1)
-		SHRQ(U8(16), R11)
-		KMOVW(R11.As32(), K2)
+		setMasks(K1, K2)
 	}
 	Load(Param("a"), R11)
 	MOVQ(R11, f.a)
@@ -275,10 +298,31 @@ func kernel(s spec) {
 	Load(Param("m"), R11)
 	MOVQ(R11, f.m)
 
+	// Few rows and a next strip (a whole one for AVX2): two strips at once.
+	CMPQ(R11, U32(s.wideRows()))
+	JA(LabelRef(name("panel")))
+	MOVQ(f.n, RCX)
+	SUBQ(U32(s.nr()), RCX)
+	if s.zmm {
+		JLE(LabelRef(name("panel")))
+		MOVQ(U32(s.nr()), R12)
+		CMPQ(RCX, R12)
+		CMOVQGT(R12, RCX)
+		setMasks(K3, K4)
+	} else {
+		CMPQ(RCX, U32(s.nr()))
+		JL(LabelRef(name("panel")))
+	}
+	MOVQ(f.m, R11)
+	for mr := 1; mr <= s.wideRows(); mr++ {
+		CMPQ(R11, U32(mr))
+		JE(LabelRef(fmt.Sprintf("%s_w%d", s.name, mr)))
+	}
+
 	Label(name("panel"))
 	CMPQ(f.m, U32(s.mr))
 	JB(LabelRef(name("edge")))
-	body(s, f, s.mr)
+	body(s, f, s.mr, false)
 	// Next panel of rows.
 	Load(Param("apanel"), R11)
 	SHLQ(U8(2), R11)
@@ -300,12 +344,28 @@ func kernel(s spec) {
 	JMP(LabelRef(name("next")))
 	for mr := 1; mr < s.mr; mr++ {
 		Label(fmt.Sprintf("%s_m%d", s.name, mr))
-		body(s, f, mr)
+		body(s, f, mr, false)
 		JMP(LabelRef(name("next")))
 	}
+	for mr := 1; mr <= s.wideRows(); mr++ {
+		Label(fmt.Sprintf("%s_w%d", s.name, mr))
+		body(s, f, mr, true)
+		JMP(LabelRef(name("next2")))
+	}
 
-	// Next strip.
+	// Next strip (next2: the strip after next).
+	Label(name("next2"))
+	advanceStrip(s, f)
 	Label(name("next"))
+	advanceStrip(s, f)
+	JG(LabelRef(name("strip")))
+	VZEROUPPER()
+	RET()
+}
+
+// advanceStrip moves the strip state of f to the next strip and leaves
+// the flags of the columns left.
+func advanceStrip(s spec, f frame) {
 	Load(Param("bstrip"), R11)
 	SHLQ(U8(2), R11)
 	ADDQ(R11, f.b)
@@ -314,55 +374,102 @@ func kernel(s spec) {
 	SHLQ(U8(2), R11)
 	ADDQ(R11, f.accs)
 	SUBQ(U32(s.nr()), f.n)
-	JG(LabelRef(name("strip")))
-	VZEROUPPER()
-	RET()
 }
 
-// loadB loads vector v of the current row of B.
-func loadB(s spec, v int) {
-	if !s.zmm {
-		VMOVUPS(Mem{Base: bPtr, Disp: v * 4 * s.vl}, s.bvec(v))
-		return
-	}
-	// Masked: a strip narrower than nr reads no column past n.
-	m := Mem{Base: bPtr}
-	k := K1
-	if v == 1 {
-		m, k = Mem{Base: bPtr, Index: bHalf, Scale: 1}, K2
-	}
-	VMOVUPS_Z(m, k, s.bvec(v))
+// Registers of the wide bodies.
+var (
+	bStr = R12 // offset of the next strip of B
+	bSH  = RDX // bStr + bHalf (AVX-512)
+)
+
+// panelShape describes the vectors of a body: nv per row, two per strip.
+type panelShape struct {
+	s    spec
+	wide bool
+	nv   int
 }
 
-func prefetchB(s spec) {
-	PREFETCHT0(Mem{Base: bPtr, Index: pfB, Scale: 1})
-	if s.zmm {
-		PREFETCHT0(Mem{Base: bPtr, Index: pfB2, Scale: 1})
+func (p panelShape) acc(r, v int) VecPhysical {
+	if p.wide {
+		return p.s.vreg(r*4 + v)
 	}
+	return p.s.acc(r, v)
 }
 
-// body computes one panel of mr rows of the current strip.
-func body(s spec, f frame, mr int) {
-	l := func(what string) string { return fmt.Sprintf("%s_%s%d", s.name, what, mr) }
+func (p panelShape) bvec(v int) VecPhysical {
+	if p.wide {
+		return p.s.vreg(p.s.wideRows()*4 + v)
+	}
+	return p.s.bvec(v)
+}
+
+func (p panelShape) bcast(r int) VecPhysical {
+	if p.wide {
+		return p.s.vreg(p.s.wideRows()*4 + 4 + r%2)
+	}
+	return p.s.bcast(r)
+}
+
+// bmem is vector v of the current row of B.
+func (p panelShape) bmem(v int) Mem {
+	switch {
+	case !p.s.zmm && v < 2:
+		return Mem{Base: bPtr, Disp: 32 * v}
+	case !p.s.zmm:
+		return Mem{Base: bPtr, Index: bStr, Scale: 1, Disp: 32 * (v - 2)}
+	case v == 0:
+		return Mem{Base: bPtr}
+	case v == 1:
+		return Mem{Base: bPtr, Index: bHalf, Scale: 1}
+	case v == 2:
+		return Mem{Base: bPtr, Index: bStr, Scale: 1}
+	}
+	return Mem{Base: bPtr, Index: bSH, Scale: 1}
+}
+
+func (p panelShape) mask(v int) Op { return []Op{K1, K2, K3, K4}[v] }
+
+// body computes one panel of mr rows of the current strip, or of the
+// current and the next strip when wide.
+func body(s spec, f frame, mr int, wide bool) {
+	p := panelShape{s: s, wide: wide, nv: 2}
+	suffix := ""
+	if wide {
+		p.nv, suffix = 4, "w"
+	}
+	l := func(what string) string { return fmt.Sprintf("%s_%s%d%s", s.name, what, mr, suffix) }
 	vbytes := 4 * s.vl
 	accRow := 4 * s.nr()
-	accPtr := RDX
+	accPtr, accPtr2 := RDX, RBX
+	accMem := func(r, v int) Mem {
+		if v < 2 {
+			return Mem{Base: accPtr, Disp: r*accRow + v*vbytes}
+		}
+		return Mem{Base: accPtr2, Disp: r*accRow + (v-2)*vbytes}
+	}
+	setAcc := func() {
+		MOVQ(f.acc, accPtr)
+		if wide {
+			Load(Param("accstrip"), accPtr2)
+			LEAQ(Mem{Base: accPtr, Index: accPtr2, Scale: 4}, accPtr2)
+		}
+	}
 
 	// Initial sums: zero or the raw sums of the previous piece of k.
 	Load(Param("flags"), R11)
 	TESTQ(U32(flagLoad), R11)
 	JZ(LabelRef(l("zero")))
-	MOVQ(f.acc, accPtr)
+	setAcc()
 	for r := 0; r < mr; r++ {
-		for v := 0; v < s.nv; v++ {
-			VMOVUPS(Mem{Base: accPtr, Disp: r*accRow + v*vbytes}, s.acc(r, v))
+		for v := 0; v < p.nv; v++ {
+			VMOVUPS(accMem(r, v), p.acc(r, v))
 		}
 	}
 	JMP(LabelRef(l("init")))
 	Label(l("zero"))
 	for r := 0; r < mr; r++ {
-		for v := 0; v < s.nv; v++ {
-			a := s.acc(r, v)
+		for v := 0; v < p.nv; v++ {
+			a := p.acc(r, v)
 			VXORPS(a, a, a)
 		}
 	}
@@ -375,27 +482,54 @@ func body(s spec, f frame, mr int) {
 	Load(Param("astride"), aStride)
 	SHLQ(U8(2), aStride)
 	MOVQ(f.a, aPtr)
-	IMUL3Q(U32(prefetchDist), bStride, pfB)
+	prefetchDistance(bStride, pfB)
 	if s.zmm {
 		Load(Param("bhalf"), bHalf)
 		SHLQ(U8(2), bHalf)
+	}
+	if wide {
+		Load(Param("bstrip"), bStr)
+		SHLQ(U8(2), bStr)
+		LEAQ(Mem{Base: pfB, Index: bStr, Scale: 1}, pfB2)
+		if s.zmm {
+			LEAQ(Mem{Base: bStr, Index: bHalf, Scale: 1}, bSH)
+		}
+	} else if s.zmm {
 		LEAQ(Mem{Base: pfB, Index: bHalf, Scale: 1}, pfB2)
+	}
+	prefetch := func() {
+		PREFETCHT0(Mem{Base: bPtr, Index: pfB, Scale: 1})
+		if s.zmm || wide {
+			PREFETCHT0(Mem{Base: bPtr, Index: pfB2, Scale: 1})
+		}
+	}
+	loadB := func() {
+		for v := 0; v < p.nv; v++ {
+			if s.zmm {
+				// Masked: a strip narrower than nr reads no column past n.
+				VMOVUPS_Z(p.bmem(v), p.mask(v), p.bvec(v))
+			} else {
+				VMOVUPS(p.bmem(v), p.bvec(v))
+			}
+		}
 	}
 	TESTQ(U32(flagRows), R11)
 	JNZ(LabelRef(l("rows")))
 
 	// A panel mode: row r of step p at aPtr + 4r, aPtr advancing by aStride.
-	IMUL3Q(U32(prefetchDist), aStride, pfA)
-	Label(l("kpanel"))
-	PREFETCHT0(Mem{Base: aPtr, Index: pfA, Scale: 1})
-	prefetchB(s)
-	for v := 0; v < s.nv; v++ {
-		loadB(s, v)
+	if !wide {
+		prefetchDistance(aStride, pfA)
 	}
+	Label(l("kpanel"))
+	if !wide {
+		PREFETCHT0(Mem{Base: aPtr, Index: pfA, Scale: 1})
+	}
+	prefetch()
+	loadB()
 	for r := 0; r < mr; r++ {
-		VBROADCASTSS(Mem{Base: aPtr, Disp: 4 * r}, s.bcast(r))
-		for v := 0; v < s.nv; v++ {
-			VFMADD231PS(s.bvec(v), s.bcast(r), s.acc(r, v))
+		VBROADCASTSS(Mem{Base: aPtr, Disp: 4 * r}, p.bcast(r))
+		for v := 0; v < p.nv; v++ {
+			VFMADD231PS(p.bvec(v), p.bcast(r), p.acc(r, v))
 		}
 	}
 	ADDQ(aStride, aPtr)
@@ -416,10 +550,8 @@ func body(s spec, f frame, mr int) {
 		LEAQ(Mem{Base: aStride, Index: aStride, Scale: 2}, aStr3)
 	}
 	Label(l("krows"))
-	prefetchB(s)
-	for v := 0; v < s.nv; v++ {
-		loadB(s, v)
-	}
+	prefetch()
+	loadB()
 	for r := 0; r < mr; r++ {
 		base := []Register{aPtr, aPtr1, aPtr2}[r/4]
 		m := Mem{Base: base}
@@ -431,9 +563,9 @@ func body(s spec, f frame, mr int) {
 		case 3:
 			m = Mem{Base: base, Index: aStr3, Scale: 1}
 		}
-		VBROADCASTSS(m, s.bcast(r))
-		for v := 0; v < s.nv; v++ {
-			VFMADD231PS(s.bvec(v), s.bcast(r), s.acc(r, v))
+		VBROADCASTSS(m, p.bcast(r))
+		for v := 0; v < p.nv; v++ {
+			VFMADD231PS(p.bvec(v), p.bcast(r), p.acc(r, v))
 		}
 	}
 	ADDQ(U32(4), aPtr)
@@ -451,20 +583,26 @@ func body(s spec, f frame, mr int) {
 	Load(Param("flags"), R11)
 	TESTQ(U32(flagPartial), R11)
 	JZ(LabelRef(l("final")))
-	MOVQ(f.acc, accPtr)
+	setAcc()
 	for r := 0; r < mr; r++ {
-		for v := 0; v < s.nv; v++ {
-			VMOVUPS(s.acc(r, v), Mem{Base: accPtr, Disp: r*accRow + v*vbytes})
+		for v := 0; v < p.nv; v++ {
+			VMOVUPS(p.acc(r, v), accMem(r, v))
 		}
 	}
 	JMP(LabelRef(l("done")))
 
-	// C = alpha·acc (beta == 0) or fma(alpha, acc, beta·C).
+	// C = alpha·acc (beta == 0) or fma(alpha, acc, beta·C). The strips of
+	// a wide body are adjacent in C.
 	Label(l("final"))
 	cPtr, ldc := aPtr, aStride
 	MOVQ(f.c, cPtr)
 	Load(Param("ldc"), ldc)
 	SHLQ(U8(2), ldc)
+	nextRow := func(r int) {
+		if r < mr-1 {
+			ADDQ(ldc, cPtr)
+		}
+	}
 	if s.zmm {
 		alpha, beta, t := Z30, Z31, Z24
 		VBROADCASTSS(paramAddr("alpha"), alpha)
@@ -472,93 +610,88 @@ func body(s spec, f frame, mr int) {
 		TESTQ(U32(flagBeta0), R11)
 		JZ(LabelRef(l("beta")))
 		for r := 0; r < mr; r++ {
-			for v := 0; v < s.nv; v++ {
-				VMULPS(alpha, s.acc(r, v), s.acc(r, v))
-				VMOVUPS(s.acc(r, v), []Op{K1, K2}[v], Mem{Base: cPtr, Disp: v * vbytes})
+			for v := 0; v < p.nv; v++ {
+				VMULPS(alpha, p.acc(r, v), p.acc(r, v))
+				VMOVUPS(p.acc(r, v), p.mask(v), Mem{Base: cPtr, Disp: v * vbytes})
 			}
-			if r < mr-1 {
-				ADDQ(ldc, cPtr)
-			}
+			nextRow(r)
 		}
 		JMP(LabelRef(l("done")))
 		Label(l("beta"))
 		for r := 0; r < mr; r++ {
-			for v := 0; v < s.nv; v++ {
-				k := []Op{K1, K2}[v]
-				VMOVUPS_Z(Mem{Base: cPtr, Disp: v * vbytes}, k, t)
+			for v := 0; v < p.nv; v++ {
+				VMOVUPS_Z(Mem{Base: cPtr, Disp: v * vbytes}, p.mask(v), t)
 				VMULPS(beta, t, t)
-				VFMADD231PS(alpha, s.acc(r, v), t)
-				VMOVUPS(t, k, Mem{Base: cPtr, Disp: v * vbytes})
+				VFMADD231PS(alpha, p.acc(r, v), t)
+				VMOVUPS(t, p.mask(v), Mem{Base: cPtr, Disp: v * vbytes})
 			}
-			if r < mr-1 {
-				ADDQ(ldc, cPtr)
-			}
+			nextRow(r)
 		}
-	} else {
-		alpha, beta, t, mk := Y12, Y13, Y14, Y15
-		nr, tbl := aPtr2, aStr3
-		VBROADCASTSS(paramAddr("alpha"), alpha)
-		VBROADCASTSS(paramAddr("beta"), beta)
+		Label(l("done"))
+		return
+	}
+
+	alpha, beta, t, mk := Y12, Y13, Y14, Y15
+	nr, tbl := aPtr2, aStr3
+	VBROADCASTSS(paramAddr("alpha"), alpha)
+	VBROADCASTSS(paramAddr("beta"), beta)
+	if !wide {
 		MOVQ(f.nr, nr)
 		CMPQ(nr, U32(s.nr()))
 		JNE(LabelRef(l("masked")))
-		TESTQ(U32(flagBeta0), R11)
-		JZ(LabelRef(l("beta")))
-		for r := 0; r < mr; r++ {
-			for v := 0; v < s.nv; v++ {
-				VMULPS(alpha, s.acc(r, v), s.acc(r, v))
-				VMOVUPS(s.acc(r, v), Mem{Base: cPtr, Disp: v * vbytes})
-			}
-			if r < mr-1 {
-				ADDQ(ldc, cPtr)
-			}
+	}
+	TESTQ(U32(flagBeta0), R11)
+	JZ(LabelRef(l("beta")))
+	for r := 0; r < mr; r++ {
+		for v := 0; v < p.nv; v++ {
+			VMULPS(alpha, p.acc(r, v), p.acc(r, v))
+			VMOVUPS(p.acc(r, v), Mem{Base: cPtr, Disp: v * vbytes})
 		}
-		JMP(LabelRef(l("done")))
-		Label(l("beta"))
-		for r := 0; r < mr; r++ {
-			for v := 0; v < s.nv; v++ {
-				VMULPS(Mem{Base: cPtr, Disp: v * vbytes}, beta, t)
-				VFMADD231PS(alpha, s.acc(r, v), t)
-				VMOVUPS(t, Mem{Base: cPtr, Disp: v * vbytes})
-			}
-			if r < mr-1 {
-				ADDQ(ldc, cPtr)
-			}
+		nextRow(r)
+	}
+	JMP(LabelRef(l("done")))
+	Label(l("beta"))
+	for r := 0; r < mr; r++ {
+		for v := 0; v < p.nv; v++ {
+			VMULPS(Mem{Base: cPtr, Disp: v * vbytes}, beta, t)
+			VFMADD231PS(alpha, p.acc(r, v), t)
+			VMOVUPS(t, Mem{Base: cPtr, Disp: v * vbytes})
 		}
-		JMP(LabelRef(l("done")))
+		nextRow(r)
+	}
+	if wide {
+		Label(l("done"))
+		return
+	}
+	JMP(LabelRef(l("done")))
 
-		// Fewer than nr columns: VMASKMOVPS with masks from maskTable.
-		Label(l("masked"))
-		NEGQ(nr)
-		ADDQ(U32(s.nr()), nr)
-		LEAQ(maskTable, tbl)
-		maskAt := func(v int) Mem { return Mem{Base: tbl, Index: nr, Scale: 4, Disp: v * vbytes} }
-		TESTQ(U32(flagBeta0), R11)
-		JZ(LabelRef(l("mbeta")))
-		for r := 0; r < mr; r++ {
-			for v := 0; v < s.nv; v++ {
-				VMOVUPS(maskAt(v), mk)
-				VMULPS(alpha, s.acc(r, v), s.acc(r, v))
-				VMASKMOVPS(s.acc(r, v), mk, Mem{Base: cPtr, Disp: v * vbytes})
-			}
-			if r < mr-1 {
-				ADDQ(ldc, cPtr)
-			}
+	// Fewer than nr columns: VMASKMOVPS with masks from maskTable.
+	Label(l("masked"))
+	NEGQ(nr)
+	ADDQ(U32(s.nr()), nr)
+	LEAQ(maskTable, tbl)
+	maskAt := func(v int) Mem { return Mem{Base: tbl, Index: nr, Scale: 4, Disp: v * vbytes} }
+	TESTQ(U32(flagBeta0), R11)
+	JZ(LabelRef(l("mbeta")))
+	for r := 0; r < mr; r++ {
+		for v := 0; v < p.nv; v++ {
+			VMOVUPS(maskAt(v), mk)
+			VMULPS(alpha, p.acc(r, v), p.acc(r, v))
+			VMASKMOVPS(p.acc(r, v), mk, Mem{Base: cPtr, Disp: v * vbytes})
 		}
-		JMP(LabelRef(l("done")))
-		Label(l("mbeta"))
-		for r := 0; r < mr; r++ {
-			for v := 0; v < s.nv; v++ {
-				VMOVUPS(maskAt(v), mk)
-				VMASKMOVPS(Mem{Base: cPtr, Disp: v * vbytes}, mk, t)
-				VMULPS(beta, t, t)
-				VFMADD231PS(alpha, s.acc(r, v), t)
-				VMASKMOVPS(t, mk, Mem{Base: cPtr, Disp: v * vbytes})
-			}
-			if r < mr-1 {
-				ADDQ(ldc, cPtr)
-			}
+		nextRow(r)
+	}
+	JMP(LabelRef(l("done")))
+	Label(l("mbeta"))
+	for r := 0; r < mr; r++ {
+		for v := 0; v < p.nv; v++ {
+			VMOVUPS(maskAt(v), mk)
+			VMASKMOVPS(Mem{Base: cPtr, Disp: v * vbytes}, mk, t)
+			VMULPS(beta, t, t)
+			VFMADD231PS(alpha, p.acc(r, v), t)
+			VMASKMOVPS(t, mk, Mem{Base: cPtr, Disp: v * vbytes})
 		}
+		nextRow(r)
 	}
 	Label(l("done"))
 }
