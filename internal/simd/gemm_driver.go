@@ -143,22 +143,32 @@ func (g *gemmOp) run(workers int) {
 	workers = max(workers, 1)
 
 	var pbuf *[]float32
-	if g.packed == nil && g.transB {
+	pack := g.packed == nil && g.transB
+	if pack {
 		pbuf = packedPool.Get().(*[]float32)
 		*pbuf = grow(*pbuf, packedBSize(g.k, g.n))
-		packB(*pbuf, true, g.k, g.n, g.b, g.ldb, 0, g.n)
 		g.packed = *pbuf
 	}
 	g.plan(workers)
 	tasks := g.rowBlocks * g.colBlocks
 	if workers == 1 || tasks == 1 {
+		if pack {
+			packB(g.packed, true, g.k, g.n, g.b, g.ldb, 0, g.n)
+		}
 		s := scratchPool.Get().(*gemmScratch)
 		for t := 0; t < tasks; t++ {
 			g.task(t, s)
 		}
 		scratchPool.Put(s)
 	} else {
-		parallelTasks(g, min(workers, tasks), tasks)
+		workers = min(workers, tasks)
+		packTasks := 0
+		if pack {
+			// The packing is shared out too: written once, it is mostly
+			// bound by memory.
+			packTasks = min(ceilDiv(g.n, packW), 2*workers)
+		}
+		parallelTasks(g, workers, packTasks, tasks)
 	}
 	if pbuf != nil {
 		packedPool.Put(pbuf)
@@ -242,6 +252,14 @@ func (g *gemmOp) task(t int, s *gemmScratch) {
 // transposeGroups holds, per level, an assembly transposition of up to 8
 // rows of B into 8 columns of a panel (see gemmTranspose8AVX), or nil.
 var transposeGroups [AVX512 + 1]func(dst, src []float32, rows, k, lds int)
+
+// packGroup packs group t of groups groups of the panels of g's
+// transposed B.
+func (g *gemmOp) packGroup(t, groups int) {
+	panels := ceilDiv(g.n, packW)
+	q0, q1 := t*panels/groups, (t+1)*panels/groups
+	packB(g.packed, true, g.k, g.n, g.b, g.ldb, q0*packW, min(q1*packW, g.n))
+}
 
 // packedBSize is the length of a packed k×n B.
 func packedBSize(k, n int) int { return ceilDiv(n, packW) * packW * k }

@@ -11,7 +11,9 @@ import (
 // out does not allocate. The caller queues the job for up to workers-1
 // helpers and works on it itself; blocks are claimed from a shared counter
 // (which goroutine computes a block has no effect on its bits), and the
-// caller waits until every block is done.
+// caller waits until every block is done. A B to be packed is packed
+// first, in groups of panels claimed the same way; the blocks wait for
+// all of them.
 //
 // Waking a parked goroutine on another CPU can take longer than a whole
 // product (around 0.1 ms on virtual machines), so nothing parks while a
@@ -30,10 +32,42 @@ type gemmJob struct {
 	refs  atomic.Int32 // the caller and the queued copies
 	// finished receives one value from whoever finishes the last block.
 	finished chan struct{}
+
+	packTasks int64
+	packNext  atomic.Int64 // packing groups claimed
+	packDone  atomic.Int64 // packing groups finished
+	mu        sync.Mutex
+	packed    sync.Cond // signalled when the last group is finished
 }
 
-// work computes blocks until none is left.
+// work packs groups of B, then computes blocks, until none is left.
 func (j *gemmJob) work() {
+	if j.packTasks > 0 {
+		for {
+			t := j.packNext.Add(1) - 1
+			if t >= j.packTasks {
+				break
+			}
+			j.op.packGroup(int(t), int(j.packTasks))
+			if j.packDone.Add(1) == j.packTasks {
+				j.mu.Lock()
+				j.packed.Broadcast()
+				j.mu.Unlock()
+			}
+		}
+		start := time.Now()
+		for i := 1; j.packDone.Load() < j.packTasks; i++ {
+			if i%16 == 0 && time.Since(start) > callerPoll {
+				j.mu.Lock()
+				for j.packDone.Load() < j.packTasks {
+					j.packed.Wait()
+				}
+				j.mu.Unlock()
+				break
+			}
+			runtime.Gosched()
+		}
+	}
 	s := scratchPool.Get().(*gemmScratch)
 	for {
 		t := j.next.Add(1) - 1
@@ -56,7 +90,11 @@ func (j *gemmJob) release() {
 	}
 }
 
-var jobPool = sync.Pool{New: func() any { return &gemmJob{finished: make(chan struct{}, 1)} }}
+var jobPool = sync.Pool{New: func() any {
+	j := &gemmJob{finished: make(chan struct{}, 1)}
+	j.packed.L = &j.mu
+	return j
+}}
 
 // helpers is the pool of helper goroutines.
 var helpers struct {
@@ -114,14 +152,18 @@ func poll(queue chan *gemmJob) *gemmJob {
 	}
 }
 
-// parallelTasks computes the blocks of g on workers goroutines.
-func parallelTasks(g *gemmOp, workers, tasks int) {
+// parallelTasks packs B in packTasks groups, if any, and computes the
+// blocks of g on workers goroutines.
+func parallelTasks(g *gemmOp, workers, packTasks, tasks int) {
 	ensureHelpers(workers - 1)
 	j := jobPool.Get().(*gemmJob)
 	j.op = *g
 	j.tasks = int64(tasks)
 	j.next.Store(0)
 	j.done.Store(0)
+	j.packTasks = int64(packTasks)
+	j.packNext.Store(0)
+	j.packDone.Store(0)
 	j.refs.Store(1)
 	for i := 0; i < workers-1; i++ {
 		j.refs.Add(1)

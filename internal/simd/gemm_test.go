@@ -393,7 +393,7 @@ func TestGemmPanics(t *testing.T) {
 
 func TestGemmNoAllocs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
-	for _, s := range [][5]int{{0, 1, 64, 256, 32}, {0, 0, 300, 128, 700}, {1, 0, 256, 128, 256}} {
+	for _, s := range [][5]int{{0, 1, 64, 256, 32}, {0, 0, 300, 128, 700}, {1, 0, 256, 128, 256}, {0, 1, 512, 256, 64}} {
 		g := newCase(rng, s[0] == 1, s[1] == 1, s[2], s[3], s[4], 1, 1, 0)
 		c := append([]float32(nil), g.c...)
 		for _, w := range []int{1, 2} {
