@@ -30,8 +30,8 @@ func gemmKernelAVX512(m, n, k int, a *float32, apanel, astride int, b *float32, 
 func gemmTranspose8AVX(dst, src *float32, rows, k, lds int)
 
 func init() {
-	kernels[AVX2] = &gemmKernel{mr: 6, nr: 16, kc: 256, mc: 96, nc: 1024, run: runAVX2}
-	kernels[AVX512] = &gemmKernel{mr: 12, nr: 32, kc: 256, mc: 96, nc: 1024, run: runAVX512}
+	kernels[AVX2] = &gemmKernel{mr: 6, nr: 16, kc: 384, mc: 192, nc: 1024, run: runAVX2}
+	kernels[AVX512] = &gemmKernel{mr: 12, nr: 32, kc: 384, mc: 96, nc: 1024, run: runAVX512}
 	transposeGroups[AVX2] = transposeGroupAVX
 	transposeGroups[AVX512] = transposeGroupAVX
 }

@@ -116,8 +116,9 @@ func BenchmarkPeak(b *testing.B) {
 }
 
 // BenchmarkGemm reports, per shape, level and worker count, the GFLOP/s
-// reached, the fraction of PeakGFLOPS(workers) (best hardware level) and
-// gonum's GFLOP/s on the same shape in the same run.
+// reached, the fraction of PeakGFLOPS(workers) (%peak, best hardware
+// level) and of the peak at the level that ran (%levelpeak), and gonum's
+// GFLOP/s on the same shape in the same run (with GOMAXPROCS = workers).
 func BenchmarkGemm(b *testing.B) {
 	peak := map[int]float64{1: PeakGFLOPS(1), 2: PeakGFLOPS(2)}
 	for _, s := range benchShapes {
@@ -153,6 +154,7 @@ func BenchmarkGemm(b *testing.B) {
 					gf := 2 * float64(s.m*s.n*s.k) * float64(b.N) / b.Elapsed().Seconds() / 1e9
 					b.ReportMetric(gf, "GFLOP/s")
 					b.ReportMetric(100*gf/peak[w], "%peak")
+					b.ReportMetric(100*gf/peakGFLOPS(l, w), "%levelpeak")
 					b.ReportMetric(gonumGF, "gonum-GFLOP/s")
 					b.ReportMetric(gf/gonumGF, "x-gonum")
 				})
