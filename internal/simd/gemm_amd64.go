@@ -7,10 +7,13 @@ package simd
 // columns (AVX-512, two 16-lane vectors), each swept by panels of 6 rows
 // (12 accumulators) or 12 rows (24 accumulators), with a variant for each
 // smaller number of rows so that no row past m is read or written, and
-// masked stores of a strip narrower than nr. The AVX-512 kernel also
-// loads B through the column masks, so that it reads no column past n;
-// the AVX2 kernel reads whole strips and gets a narrow last one of an
-// unpacked B as a zero-padded copy.
+// masked stores of a strip narrower than nr. A call with at most 2 (AVX2)
+// or 6 (AVX-512) rows sweeps two strips at once, so that its FMA chains
+// do not wait on each other. The AVX-512 kernel loads B through the
+// column masks, so that it reads no column past n; the AVX2 kernel reads
+// whole strips and gets a narrow last one of an unpacked B as a
+// zero-padded copy. The k loops run 4 steps per iteration and prefetch A
+// (read by columns) and B 16 steps ahead.
 //
 // The second vector of a row of B is bhalf elements after the first
 // (AVX-512; the AVX2 kernel's are contiguous), the next strip bstrip

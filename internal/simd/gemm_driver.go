@@ -190,14 +190,13 @@ func (g *gemmOp) plan(workers int) {
 	if workers == 1 {
 		return
 	}
-	// At least two blocks per goroutine, split first by rows, then by
-	// columns, into blocks of about equal size.
+	// At least two blocks per goroutine, and a multiple of the number of
+	// goroutines, of about equal size: split first by rows, then by
+	// columns.
 	want := 2 * workers
-	if g.rowBlocks < want {
-		rb := min(want, ceilDiv(g.m, kern.mr))
-		g.mc = roundUp(ceilDiv(g.m, rb), kern.mr)
-		g.rowBlocks = ceilDiv(g.m, g.mc)
-	}
+	rb := min(roundUp(max(g.rowBlocks, want), workers), ceilDiv(g.m, kern.mr))
+	g.mc = roundUp(ceilDiv(g.m, rb), kern.mr)
+	g.rowBlocks = ceilDiv(g.m, g.mc)
 	if g.rowBlocks*g.colBlocks < want {
 		cb := min(ceilDiv(want, g.rowBlocks), ceilDiv(g.n, colUnit))
 		g.nc = roundUp(ceilDiv(g.n, cb), colUnit)
