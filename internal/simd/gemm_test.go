@@ -403,6 +403,15 @@ func TestGemmNoAllocs(t *testing.T) {
 			if allocs != 0 {
 				t.Errorf("%v with %d workers: %v allocations per call", g, w, allocs)
 			}
+			var p PackedB
+			p.Pack(g.transB, g.k, g.n, g.b, g.ldb)
+			allocs = testing.AllocsPerRun(20, func() {
+				GemmPackedB(w, g.transA, g.m, 1, g.a, g.lda, &p, 0, c, g.ldc)
+				p.Pack(g.transB, g.k, g.n, g.b, g.ldb)
+			})
+			if allocs != 0 {
+				t.Errorf("%v with %d workers, PackedB: %v allocations per call", g, w, allocs)
+			}
 		}
 	}
 }
