@@ -191,17 +191,35 @@ func (g *gemmOp) plan(workers int) {
 		return
 	}
 	// At least two blocks per goroutine, and a multiple of the number of
-	// goroutines, of about equal size: split first by rows, then by
-	// columns.
+	// goroutines, of about equal size. A product with many rows is split
+	// by rows; otherwise the split into rb×cb blocks minimises the
+	// operand traffic (A is read cb times, B rb times) times the load
+	// imbalance.
 	want := 2 * workers
-	rb := min(roundUp(max(g.rowBlocks, want), workers), ceilDiv(g.m, kern.mr))
+	maxRB, maxCB := ceilDiv(g.m, kern.mr), ceilDiv(g.n, colUnit)
+	rb, cb := min(roundUp(max(g.rowBlocks, want), workers), maxRB), g.colBlocks
+	if g.rowBlocks < want {
+		best := -1.0
+		for r := 1; r <= min(2*want, maxRB); r++ {
+			for c := 1; c <= min(2*want, maxCB); c++ {
+				if r*c < want && (r < maxRB || c < maxCB) {
+					continue
+				}
+				rows := min(roundUp(ceilDiv(g.m, r), kern.mr), g.m)
+				cols := min(roundUp(ceilDiv(g.n, c), colUnit), g.n)
+				blocks := ceilDiv(g.m, rows) * ceilDiv(g.n, cols)
+				imbalance := float64(ceilDiv(blocks, workers)*rows*cols) * float64(workers) / float64(g.m*g.n)
+				cost := float64(c*g.m+r*g.n) * imbalance
+				if best < 0 || cost < best {
+					best, rb, cb = cost, r, c
+				}
+			}
+		}
+	}
 	g.mc = roundUp(ceilDiv(g.m, rb), kern.mr)
 	g.rowBlocks = ceilDiv(g.m, g.mc)
-	if g.rowBlocks*g.colBlocks < want {
-		cb := min(ceilDiv(want, g.rowBlocks), ceilDiv(g.n, colUnit))
-		g.nc = roundUp(ceilDiv(g.n, cb), colUnit)
-		g.colBlocks = ceilDiv(g.n, g.nc)
-	}
+	g.nc = roundUp(ceilDiv(g.n, cb), colUnit)
+	g.colBlocks = ceilDiv(g.n, g.nc)
 }
 
 // task computes block t of C (row-major order of blocks).
