@@ -27,9 +27,13 @@ import (
 //	}
 //
 // (with alpha or beta equal to 1 the corresponding product is exact). The
-// AVX2 and AVX-512 kernels follow this exactly and agree bit for bit; the
-// portable Go kernel writes s = a*b + s, which the compiler may or may not
-// fuse, and agrees with them to float32 rounding.
+// sum over k is never split or reordered: cache blocking only pauses it
+// (the raw sum is stored and resumed), so no blocking parameter, edge
+// padding or split of C among goroutines changes a bit of the result, and
+// computing any subset of the rows or columns of C gives the same values
+// for them. The AVX2 and AVX-512 kernels follow this exactly and agree bit
+// for bit; the portable Go kernel writes s = a*b + s, which the compiler
+// may or may not fuse, and agrees with them to float32 rounding.
 //
 // As in BLAS, when alpha == 0 or k == 0 A and B are not read and C becomes
 // beta·C (zero, without reading C, when beta == 0); when m or n is 0

@@ -247,7 +247,8 @@ func TestGemmBeta0NaN(t *testing.T) {
 }
 
 // TestGemmBitIdentity checks that AVX2, AVX-512, any number of workers,
-// a packed B, any cut of k and any subset of rows give the same bits.
+// a packed B, any cut of k and any subset of rows or columns give the
+// same bits.
 func TestGemmBitIdentity(t *testing.T) {
 	if Hardware() < AVX2 {
 		t.Skip("no SIMD kernels on this machine")
@@ -309,6 +310,20 @@ func TestGemmBitIdentity(t *testing.T) {
 					}
 					Gemm(g.transA, g.transB, i1-i0, g.n, g.k, g.alpha, g.a[aoff:], g.lda, g.b[g.boff:], g.ldb, g.beta, got[g.coff+i0*g.ldc:], g.ldc)
 					check(fmt.Sprintf("%v rows [%d,%d)", l, i0, i1), got)
+				}
+				// Columns [j0,j1) alone.
+				if g.n > 2 && g.m > 0 {
+					j0, j1 := rng.IntN(g.n/2), g.n/2+rng.IntN(g.n/2)+1
+					got := append([]float32(nil), want...)
+					for i := 0; i < g.m; i++ {
+						copy(got[g.coff+i*g.ldc+j0:g.coff+i*g.ldc+j1], g.c[g.coff+i*g.ldc+j0:])
+					}
+					boff := g.boff + j0
+					if g.transB {
+						boff = g.boff + j0*g.ldb
+					}
+					Gemm(g.transA, g.transB, g.m, j1-j0, g.k, g.alpha, g.a[g.aoff:], g.lda, g.b[boff:], g.ldb, g.beta, got[g.coff+j0:], g.ldc)
+					check(fmt.Sprintf("%v columns [%d,%d)", l, j0, j1), got)
 				}
 			})
 		}
