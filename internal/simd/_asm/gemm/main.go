@@ -47,8 +47,8 @@ func main() {
 	Generate()
 }
 
-// Flag bits of the kernels' flags argument; gemm_amd64.go and the portable
-// kernel use the same values.
+// Flag bits of the kernels' flags argument; gemm_driver.go defines the
+// same values.
 const (
 	flagLoad    = 1 // start from the raw sums in acc instead of zero
 	flagPartial = 2 // store the raw sums to acc instead of finishing C
