@@ -1,0 +1,107 @@
+package simd
+
+import (
+	"runtime"
+	"sync"
+	"time"
+)
+
+// PeakGFLOPS reports the measured float32 FMA throughput of this machine
+// in GFLOP/s (an FMA counts as two operations) with threads goroutines,
+// each locked to its own OS thread, running independent multiply-add
+// chains at the best level the hardware supports (Hardware, not Current).
+// It measures once per thread count (for about 0.1 s) and caches the
+// result; the reference for GEMM efficiency figures.
+func PeakGFLOPS(threads int) float64 { return peakGFLOPS(Hardware(), threads) }
+
+// peakLoop is a throughput loop: run(n) performs n·flops operations.
+type peakLoop struct {
+	run   func(n int)
+	flops int
+}
+
+// peakLoops holds each level's loop; levels without one use the portable
+// loop.
+var peakLoops = [AVX512 + 1]peakLoop{Portable: {run: peakGo, flops: 8 * 2}}
+
+var peakCache struct {
+	mu sync.Mutex
+	m  map[[2]int]float64
+}
+
+// peakGFLOPS is PeakGFLOPS at level l (at most Hardware()).
+func peakGFLOPS(l Level, threads int) float64 {
+	threads = max(threads, 1)
+	l = min(l, Hardware())
+	loop := peakLoops[l]
+	if loop.run == nil {
+		loop = peakLoops[Portable]
+	}
+	peakCache.mu.Lock()
+	defer peakCache.mu.Unlock()
+	key := [2]int{int(l), threads}
+	if r, ok := peakCache.m[key]; ok {
+		return r
+	}
+	r := measurePeak(loop, threads)
+	if peakCache.m == nil {
+		peakCache.m = make(map[[2]int]float64)
+	}
+	peakCache.m[key] = r
+	return r
+}
+
+func measurePeak(loop peakLoop, threads int) float64 {
+	// Iterations for about 25 ms per run.
+	n := 1 << 12
+	for {
+		t0 := time.Now()
+		loop.run(n)
+		if d := time.Since(t0); d > 2*time.Millisecond {
+			n = int(float64(n) * float64(25*time.Millisecond) / float64(d))
+			break
+		}
+		n *= 4
+	}
+	best := 0.0
+	for rep := 0; rep < 3; rep++ {
+		var ready, done sync.WaitGroup
+		start := make(chan struct{})
+		ready.Add(threads)
+		done.Add(threads)
+		for i := 0; i < threads; i++ {
+			go func() {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				ready.Done()
+				<-start
+				loop.run(n)
+				done.Done()
+			}()
+		}
+		ready.Wait()
+		t0 := time.Now()
+		close(start)
+		done.Wait()
+		d := time.Since(t0).Seconds()
+		best = max(best, float64(threads)*float64(n)*float64(loop.flops)/d/1e9)
+	}
+	return best
+}
+
+// peakGo runs n iterations of 8 independent scalar multiply-add chains.
+func peakGo(n int) {
+	x0, x1, x2, x3, x4, x5, x6, x7 := float32(0), float32(1), float32(2), float32(3), float32(4), float32(5), float32(6), float32(7)
+	const y, z = 0.999, 0.001
+	for i := 0; i < n; i++ {
+		x0 = x0*y + z
+		x1 = x1*y + z
+		x2 = x2*y + z
+		x3 = x3*y + z
+		x4 = x4*y + z
+		x5 = x5*y + z
+		x6 = x6*y + z
+		x7 = x7*y + z
+	}
+	runtime.KeepAlive(x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7)
+}
