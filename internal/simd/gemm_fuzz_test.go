@@ -26,7 +26,7 @@ func FuzzGemm(f *testing.F) {
 			if l > AVX2 {
 				var avx2 []float32
 				atLevel(AVX2, func() { avx2 = g.gemm(1) })
-				if i := sameBits(avx2, got); i >= 0 {
+				if i := firstBitDiff(avx2, got); i >= 0 {
 					t.Fatalf("%v: %v and avx2 differ at %d: %v vs %v", g, l, i, got[i], avx2[i])
 				}
 			}

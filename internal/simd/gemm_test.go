@@ -147,7 +147,8 @@ func (g *gemmCase) check(t *testing.T, what string, got []float32) {
 	}
 }
 
-func sameBits(x, y []float32) int {
+// firstBitDiff returns the first index where x and y differ bitwise, or -1.
+func firstBitDiff(x, y []float32) int {
 	for i := range x {
 		if math.Float32bits(x[i]) != math.Float32bits(y[i]) {
 			return i
@@ -275,7 +276,7 @@ func TestGemmBitIdentity(t *testing.T) {
 				want = got
 				return
 			}
-			if i := sameBits(want, got); i >= 0 {
+			if i := firstBitDiff(want, got); i >= 0 {
 				t.Fatalf("%v: %s differs at %d: %v vs %v", g, what, i, got[i], want[i])
 			}
 		}
@@ -340,7 +341,7 @@ func TestGemmPortableDeterministic(t *testing.T) {
 			m, n, k := 20+rng.IntN(100), 20+rng.IntN(100), 100+rng.IntN(400)
 			g := newCase(rng, f[0], f[1], m, n, k, 1, 1, 2)
 			want := g.gemm(1)
-			if i := sameBits(want, g.gemm(3)); i >= 0 {
+			if i := firstBitDiff(want, g.gemm(3)); i >= 0 {
 				t.Fatalf("%v: 3 workers differ at %d", g, i)
 			}
 			var p PackedB
@@ -348,7 +349,7 @@ func TestGemmPortableDeterministic(t *testing.T) {
 			got := g.run(func(c []float32) {
 				GemmPackedB(1, g.transA, g.m, g.alpha, g.a[g.aoff:], g.lda, &p, g.beta, c[g.coff:], g.ldc)
 			})
-			if i := sameBits(want, got); i >= 0 {
+			if i := firstBitDiff(want, got); i >= 0 {
 				t.Fatalf("%v: PackedB differs at %d", g, i)
 			}
 		}
@@ -449,7 +450,7 @@ func TestGemmConcurrentCallers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for rep := 0; rep < 20; rep++ {
-				if d := sameBits(wants[i], g.gemm(1+rep%3)); d >= 0 {
+				if d := firstBitDiff(wants[i], g.gemm(1+rep%3)); d >= 0 {
 					errs <- fmt.Sprintf("%v: differs at %d", g, d)
 					return
 				}

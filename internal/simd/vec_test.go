@@ -11,22 +11,6 @@ import (
 // AVX2 and AVX-512 widths and the 32-lane blocks, and long rows.
 var testLengths = []int{0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 47, 63, 64, 65, 127, 129, 1000, 4097}
 
-// levels returns the levels this machine can run, lowest first.
-func levels() []Level {
-	var ls []Level
-	for l := Portable; l <= Hardware(); l++ {
-		ls = append(ls, l)
-	}
-	return ls
-}
-
-// atLevel runs f with the kernels at level l.
-func atLevel(l Level, f func()) {
-	prev := SetLevel(l)
-	defer SetLevel(prev)
-	f()
-}
-
 // kcase is one kernel under test: gen makes its inputs for a row of n,
 // run calls the kernel on copies and returns every output (slices and
 // scalar results) as one vector, ref computes the same outputs in float64
