@@ -78,31 +78,12 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 		}
 	}
 
-	// Every GEMM below has the A·Bᵀ form (see transpose): dX = dY·W uses
-	// a transposed copy of W, and dW += dYᵀ·X uses transposed dY and X.
-	maxW := max(v*d, qkvd*d, 2*f*d)
-	maxX := max(n*max(d, f, qd), sel*d)
-	maxY := max(n*max(qkvd, 2*f, d), v*sel)
-	w.wT = grow(w.wT, maxW)
-	w.xT = grow(w.xT, maxX)
-	w.dyT = grow(w.dyT, maxY)
 	// backLinear handles y = x·Wᵀ for x [rows, in], W [out, in]: it adds
-	// dY^T·X into dW and, when dx is non-nil, writes dX = dY·W.
+	// dYᵀ·X into dW and, when dx is non-nil, writes dX = dY·W.
 	backLinear := func(dx, dy, x, wt, dw []float32, rows, in, out int) {
-		if !tiledGemm {
-			// OpenBLAS is equally fast on every form; skip the copies.
-			kern.Gemm(true, false, out, in, rows, 1, dy, out, x, in, 1, dw, in)
-			if dx != nil {
-				kern.Gemm(false, false, rows, in, out, 1, dy, out, wt, in, 0, dx, in)
-			}
-			return
-		}
-		transpose(w.dyT, dy, rows, out)
-		transpose(w.xT, x, rows, in)
-		kern.Gemm(false, true, out, in, rows, 1, w.dyT, rows, w.xT, rows, 1, dw, in)
+		kern.Gemm(true, false, out, in, rows, 1, dy, out, x, in, 1, dw, in)
 		if dx != nil {
-			transpose(w.wT, wt, out, in)
-			kern.Gemm(false, true, rows, in, out, 1, dy, out, w.wT, out, 0, dx, in)
+			kern.Gemm(false, false, rows, in, out, 1, dy, out, wt, in, 0, dx, in)
 		}
 	}
 

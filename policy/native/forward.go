@@ -98,7 +98,6 @@ type trainWorkspace struct {
 	dqkv, datt        []float32 // [N·QKV], [N·Q]
 	dgu, dact         []float32 // [N·2F], [N·F]
 	dhsel             []float32 // [M·D]
-	wT, xT, dyT       []float32 // transposes for the backward GEMMs
 	dlogp, dent, dval []float32 // [M]
 }
 
@@ -170,10 +169,8 @@ func (m *Model) WorkspaceBytes(tokens, selected int) int64 {
 	perLayer := 4*d + 2 + qkv + qd + h + 2*f + f // xs, xmid, xn1, xn2, rstd1/2, qkv, att, lse, gu, act
 	perToken := L*perLayer + d + d + 1 + 3 + 2   // xs[L], xf, rstdF, outputs, tok/pos
 	perToken += 2*d + qkv + qd + 2*f + f         // backward dx, dtmp, dqkv, datt, dgu, dact
-	perToken += max(d, f, qd) + max(qkv, 2*f, d) // transposes
-	perSel := 2*d + v + 8 + v                    // hsel, dhsel, logits, per-position scalars, dlogits transpose
-	fixed := max(v*d, qkv*d, 2*f*d)              // transposed weight
-	return 4 * (int64(tokens)*int64(perToken) + int64(selected)*int64(perSel) + int64(fixed))
+	perSel := 2*d + v + 8                        // hsel, dhsel, logits, per-position scalars
+	return 4 * (int64(tokens)*int64(perToken) + int64(selected)*int64(perSel))
 }
 
 // selected reports whether position t of sequence i is an output position.

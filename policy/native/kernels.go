@@ -11,8 +11,8 @@ import (
 // (ld, the distance between rows), so column blocks of a wider matrix (one
 // attention head inside the fused QKV projection) are used in place.
 //
-// The CPU implementation is plain Go over gonum's blas32; building with
-// -tags netlib routes its GEMM to OpenBLAS instead. A GPU implementation would
+// The CPU implementation runs on package internal/simd; building with
+// -tags netlib routes its large GEMMs to OpenBLAS instead, for comparison. A GPU implementation would
 // provide the same methods. Unless stated, a method overwrites its outputs;
 // methods named *Backward accumulate parameter gradients (dw) with +=.
 type Kernels interface {
@@ -67,9 +67,10 @@ type Kernels interface {
 	AdamW(p, g, m, v []float32, lr, beta1, beta2, eps, wd, bc1, bc2 float32)
 }
 
-// CPU is the Kernels implementation for the host: gonum blas32 GEMM (or
-// OpenBLAS with -tags netlib) plus hand-written float32 loops, parallel over
-// rows and attention heads up to GOMAXPROCS. It is safe for concurrent use.
+// CPU is the Kernels implementation for the host: internal/simd's
+// AVX2/AVX-512 GEMM and row kernels (portable Go on other CPUs; OpenBLAS for
+// large GEMMs with -tags netlib), parallel over rows and attention heads up
+// to GOMAXPROCS. It is safe for concurrent use.
 type CPU struct {
 	// scratch holds per-goroutine attention score buffers (*[]float32) so the
 	// hot path does not allocate once warm.
@@ -78,7 +79,7 @@ type CPU struct {
 
 var _ Kernels = (*CPU)(nil)
 
-// Gemm implements Kernels with the tiled, parallel driver of gemm.go.
+// Gemm implements Kernels on all of GOMAXPROCS (gemm.go).
 func (*CPU) Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	gemm(true, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
@@ -205,9 +206,7 @@ func (k *CPU) getScratch(n int) *[]float32 {
 }
 
 // linear computes y = x·Wᵀ for x [n, in] and W [out, in] (the Hugging Face
-// layout). With bias it adds the bias; with accumulate it adds into y. This
-// A·Bᵀ form runs on gonum's dot-product kernel, about twice as fast as its
-// axpy-based forms for the many-row GEMMs of training.
+// layout). With bias it adds the bias; with accumulate it adds into y.
 func linear(kern Kernels, y, x, w, bias []float32, n, in, out int, accumulate bool) {
 	beta := float32(0)
 	if accumulate {
@@ -224,27 +223,4 @@ func linear(kern Kernels, y, x, w, bias []float32, n, in, out int, accumulate bo
 		beta = 1
 	}
 	kern.Gemm(false, true, n, out, in, 1, x, in, w, in, beta, y, out)
-}
-
-// transpose writes the transpose of src [rows, cols] into dst [cols, rows].
-// The backward pass transposes activations and weights so that every GEMM
-// takes the A·Bᵀ form, which gonum computes with dot products about twice
-// as fast as the axpy-based forms.
-func transpose(dst, src []float32, rows, cols int) {
-	const b = 32
-	blocks := (rows + b - 1) / b
-	parallelRows(blocks, b*cols, func(lo, hi int) {
-		for i0 := lo * b; i0 < min(hi*b, rows); i0 += b {
-			i1 := min(i0+b, rows)
-			for j0 := 0; j0 < cols; j0 += b {
-				j1 := min(j0+b, cols)
-				for i := i0; i < i1; i++ {
-					row := src[i*cols : i*cols+cols]
-					for j := j0; j < j1; j++ {
-						dst[j*rows+i] = row[j]
-					}
-				}
-			}
-		}
-	})
 }

@@ -23,5 +23,5 @@ import (
 // newInferState); OpenBLAS may pick kernels by matrix size.
 func init() {
 	blas32.Use(netlib.Implementation{})
-	tiledGemm = false
+	netlibGemm = true
 }

@@ -156,7 +156,7 @@ func TestTrainingDeterministic(t *testing.T) {
 		}
 		return m.Params()
 	}
-	if !tiledGemm {
+	if netlibGemm {
 		// OpenBLAS gets row chunks sized by GOMAXPROCS and may round them
 		// differently; only same-configuration reruns are guaranteed equal.
 		if !bitsEqual(run(2), run(2)) {
