@@ -2,8 +2,8 @@ package native
 
 import (
 	"runtime"
-	"sync"
-	"sync/atomic"
+
+	"github.com/agentrl/agentrl/internal/simd"
 )
 
 // workers returns how many goroutines to use for n independent tasks.
@@ -21,37 +21,17 @@ func workers(n int) int {
 // parallelFor runs fn(worker, i) for i in [0, n) on up to GOMAXPROCS
 // goroutines, handing out indices dynamically so uneven tasks (sequences of
 // different lengths) balance. worker is in [0, workers(n)) and lets callers
-// index per-worker scratch space. With one worker it runs inline and does not
-// allocate.
+// index per-worker scratch space. It runs on the same goroutines as the
+// parallel GEMMs (simd.Parallel), which then stay awake between products.
+// With one worker it runs inline and does not allocate.
 func parallelFor(n int, fn func(worker, i int)) {
-	w := workers(n)
-	if w == 1 {
-		for i := 0; i < n; i++ {
-			fn(0, i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	wg.Add(w)
-	for k := 0; k < w; k++ {
-		go func(k int) {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				fn(k, i)
-			}
-		}(k)
-	}
-	wg.Wait()
+	simd.Parallel(workers(n), n, fn)
 }
 
-// parallelRows splits [0, rows) into at most GOMAXPROCS contiguous chunks and
-// runs fn(lo, hi) on each. Work smaller than minWork elements (rows·cols) runs
-// inline: below that, goroutine start-up costs more than it saves.
+// parallelRows splits [0, rows) into chunks and runs fn(lo, hi) on each, on
+// up to GOMAXPROCS goroutines. Work smaller than minWork elements
+// (rows·cols) runs inline: below that, handing it out costs more than it
+// saves. The split only decides who computes a row, never how.
 func parallelRows(rows, cols int, fn func(lo, hi int)) {
 	const minWork = 1 << 15
 	w := workers(rows)
@@ -59,17 +39,11 @@ func parallelRows(rows, cols int, fn func(lo, hi int)) {
 		fn(0, rows)
 		return
 	}
-	chunk := (rows + w - 1) / w
-	var wg sync.WaitGroup
-	for lo := 0; lo < rows; lo += chunk {
-		hi := min(lo+chunk, rows)
-		wg.Add(1)
-		go func(lo, hi int) {
-			defer wg.Done()
-			fn(lo, hi)
-		}(lo, hi)
-	}
-	wg.Wait()
+	// A few chunks per worker balance rows of uneven cost.
+	chunks := min(rows, 4*w)
+	simd.Parallel(w, chunks, func(_, c int) {
+		fn(c*rows/chunks, (c+1)*rows/chunks)
+	})
 }
 
 // grow returns s resized to n elements, reusing its backing array when it is
