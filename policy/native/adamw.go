@@ -3,6 +3,7 @@ package native
 import (
 	"errors"
 	"fmt"
+	"github.com/agentrl/agentrl/internal/simd"
 	"math"
 )
 
@@ -61,17 +62,29 @@ func (o *AdamW) Update(m *Model, lr float32) error {
 // non-finite norm is returned as is and the gradients are left unchanged, so
 // the caller can skip the step.
 func ClipGradNorm(m *Model, maxNorm float64) float64 {
+	// Squares are summed per fixed chunk (float32, simd.Dot) and the chunk
+	// sums in order in float64: the same result whatever the number of
+	// workers.
+	const chunk = 1 << 12
+	g := m.Grads()
+	chunks := (len(g) + chunk - 1) / chunk
+	sums := make([]float64, chunks)
+	parallelRows(chunks, chunk, func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			x := g[c*chunk : min((c+1)*chunk, len(g))]
+			sums[c] = float64(simd.Dot(x, x))
+		}
+	})
 	var s float64
-	for _, x := range m.Grads() {
-		s += float64(x) * float64(x)
+	for _, v := range sums {
+		s += v
 	}
 	norm := math.Sqrt(s)
 	if maxNorm > 0 && norm > maxNorm && !math.IsInf(norm, 0) && !math.IsNaN(norm) {
 		c := float32(maxNorm / norm)
-		g := m.Grads()
-		for i := range g {
-			g[i] *= c
-		}
+		parallelRows(chunks, chunk, func(lo, hi int) {
+			simd.Scale(c, g[lo*chunk:min(hi*chunk, len(g))])
+		})
 	}
 	return norm
 }

@@ -97,17 +97,32 @@ func (*CPU) RMSNorm(out, rstd, x, w []float32, rows, dim int, eps float32) {
 //
 // With y = x·r·w and r = (mean(x²)+eps)^-½:
 // dx = r·(dy⊙w) - x·r³/dim·Σ(dy⊙w⊙x) and dw = Σ_rows dy⊙x·r.
-func (*CPU) RMSNormBackward(dx, dw, dout, x, w, rstd []float32, rows, dim int) {
+func (k *CPU) RMSNormBackward(dx, dw, dout, x, w, rstd []float32, rows, dim int) {
 	parallelRows(rows, dim, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			simd.RMSNormBackward(dx[r*dim:(r+1)*dim], dout[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim], w[:dim], rstd[r])
 		}
 	})
-	// The weight gradient is a reduction over rows; done serially, in row
-	// order, it is the same whatever the number of workers, and a small
-	// fraction of the step.
-	for r := 0; r < rows; r++ {
-		simd.RMSNormWeightGrad(dw[:dim], dout[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim], rstd[r])
+	// The weight gradient is a reduction over rows: each fixed chunk of
+	// rows sums into its own partial, in row order, and the partials are
+	// added in chunk order, so the result does not depend on the number of
+	// workers.
+	const chunkRows = 128
+	chunks := (rows + chunkRows - 1) / chunkRows
+	buf := k.getScratch(chunks * dim)
+	defer k.scratch.Put(buf)
+	partial := *buf
+	clear(partial)
+	parallelRows(chunks, chunkRows*dim, func(lo, hi int) {
+		for c := lo; c < hi; c++ {
+			p := partial[c*dim : (c+1)*dim]
+			for r := c * chunkRows; r < min((c+1)*chunkRows, rows); r++ {
+				simd.RMSNormWeightGrad(p, dout[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim], rstd[r])
+			}
+		}
+	})
+	for c := range chunks {
+		simd.Add(dw[:dim], partial[c*dim:(c+1)*dim])
 	}
 }
 
