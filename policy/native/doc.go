@@ -2,13 +2,14 @@
 // decoder-only transformer (RMSNorm, RoPE, grouped-query attention with
 // optional QKV bias, SwiGLU MLP, optionally tied embeddings, optional value
 // head) that samples, scores and trains on the CPU in plain Go, with
-// hand-written forward and backward kernels over gonum's float32 BLAS.
+// hand-written forward and backward kernels over package internal/simd
+// (AVX2/AVX-512 assembly GEMM and row kernels, a portable Go path elsewhere).
 //
 // # Pieces
 //
 //   - Kernels (kernels.go, attention.go): the numeric operations behind one
 //     interface; CPU is the implementation. Build with -tags netlib to route
-//     GEMMs to OpenBLAS (kernels_netlib.go).
+//     large GEMMs to OpenBLAS for comparison (kernels_netlib.go).
 //   - Model (model.go, forward.go, backward.go): Forward over a packed batch
 //     returns per-position log-prob, entropy and value; Backward takes
 //     dL/d(those) and accumulates parameter gradients. The model knows
@@ -73,17 +74,22 @@
 // Determinism. Initialisation is seeded (PCG, no global RNG). Each sample
 // request owns its generator and draws one number per token, and every
 // inference operation computes a row from that row's inputs alone in a fixed
-// order, so with the pure-Go BLAS a request's tokens and log-probs do not
-// depend on batch composition, and Score reproduces Sample's log-probs bit
-// for bit. Training is bit-reproducible for a seed, whatever GOMAXPROCS is.
-// With -tags netlib (OpenBLAS) results agree only to float rounding across
-// batch shapes, because OpenBLAS picks kernels by matrix size.
+// order, so a request's tokens and log-probs do not depend on batch
+// composition, and Score reproduces Sample's log-probs bit for bit.
+// Training is bit-reproducible for a seed, whatever GOMAXPROCS is. The
+// kernels compute every element by the same sequence of float32 operations
+// on AVX2 and AVX-512 (see internal/simd), so runs agree bit for bit across
+// x86-64 machines with AVX2 and FMA; the portable path (other CPUs) agrees
+// to float rounding. With -tags netlib (OpenBLAS) results agree only to
+// float rounding across batch shapes, because OpenBLAS picks kernels by
+// matrix size.
 //
-// Performance. GEMMs run through a tiled driver over gonum's kernels
-// (gemm.go) that parallelises across tiles and allocates nothing per block;
-// see the benchmarks in bench_test.go (BenchmarkTrainStep reports the step's
-// FLOP rate against plain blas32 GEMMs of the same shapes in the same run).
-// For OpenBLAS:
+// Performance. GEMMs and row kernels run on internal/simd, parallel on
+// long-lived goroutines that stay awake across the kernels of a step
+// (simd.Parallel). The benchmarks in bench_test.go report their share of
+// this machine's measured FP32 peak (simd.PeakGFLOPS) in the same run;
+// scripts/bench-kernels.sh compares them with the gonum-backed kernels this
+// package had before, with OpenBLAS and with PyTorch. For OpenBLAS:
 //
 //	apt-get install -y libopenblas-dev
 //	CGO_LDFLAGS=-lopenblas OPENBLAS_NUM_THREADS=1 go test -tags netlib ./policy/native
