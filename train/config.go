@@ -41,7 +41,7 @@ type RunConfig struct {
 	// Steps is the number of RL steps.
 	Steps int `yaml:"steps"`
 	// Groups is the number of env groups (prompts) per step; GroupSize the
-	// number of samples per group (RAGEN: 8 × 16).
+	// number of samples per group (RAGEN's 8 × 16 by default).
 	Groups    int `yaml:"groups"`
 	GroupSize int `yaml:"group_size"`
 	// Out is the run directory (metrics, events, transcripts, checkpoints).
@@ -183,8 +183,9 @@ type CheckpointConfig struct {
 }
 
 // Default returns the configuration every config file starts from: RAGEN's
-// CoordSokoban task with an embedded model sized so that the warm start
-// takes under two minutes and an RL step a few seconds on two CPU cores.
+// CoordSokoban task with RAGEN's 8 groups × 16 samples and an embedded
+// model sized so that, on two CPU cores, the warm start takes about a
+// minute and an RL step well under a second.
 func Default() Config {
 	ro := rollout.DefaultConfig()
 	ro.PromptStyle = rollout.PromptCompact
@@ -192,7 +193,7 @@ func Default() Config {
 	ro.Sampling.MaxTokens = 48
 	ro.Concurrency = 4
 	return Config{
-		Run: RunConfig{Seed: 1, Steps: 200, Groups: 8, GroupSize: 8,
+		Run: RunConfig{Seed: 1, Steps: 400, Groups: 8, GroupSize: 16,
 			TrainSeedBase: 10000, TranscriptsEvery: 10, NaNStopStreak: 3},
 		Env:     EnvConfig{Name: "sokoban"},
 		Rollout: ro,
@@ -211,7 +212,7 @@ func Default() Config {
 // DefaultWarmStartSteps is the default warm-start budget in optimizer
 // steps, sized so that on two CPU cores the first RL step of the default
 // run comes within three minutes of a fresh clone.
-const DefaultWarmStartSteps = 700
+const DefaultWarmStartSteps = 6000
 
 // Load reads a config file and applies `key=value` overrides (dotted keys,
 // e.g. "algo.lr=3e-4" or "env.config.dim_x=8"). Without run.out, the run
