@@ -216,7 +216,7 @@ type lossFunc func(out *native.Outputs) (native.OutputGrads, float64, map[string
 
 func (l *nativeLearner) actorLoss(mb *Sequences) lossFunc {
 	return func(out *native.Outputs) (native.OutputGrads, float64, map[string]float64, error) {
-		logp, entropy := to64(out.LogProb), to64(out.Entropy)
+		logp, entropy := native.Float64s(out.LogProb), native.Float64s(out.Entropy)
 		if !finiteRows(logp, mb.Mask) || !finiteRows(entropy, mb.Mask) {
 			return native.OutputGrads{}, 0, nil, errNonFinite
 		}
@@ -225,13 +225,13 @@ func (l *nativeLearner) actorLoss(mb *Sequences) lossFunc {
 		if err != nil {
 			return native.OutputGrads{}, 0, nil, fmt.Errorf("actor loss: %w", err)
 		}
-		return native.OutputGrads{LogProb: to32(r.DLogProb), Entropy: to32(r.DEntropy)}, r.Loss, r.Metrics(), nil
+		return native.OutputGrads{LogProb: native.Float32s(r.DLogProb), Entropy: native.Float32s(r.DEntropy)}, r.Loss, r.Metrics(), nil
 	}
 }
 
 func (l *nativeLearner) criticLoss(mb *Sequences) lossFunc {
 	return func(out *native.Outputs) (native.OutputGrads, float64, map[string]float64, error) {
-		values := to64(out.Value)
+		values := native.Float64s(out.Value)
 		if !finiteRows(values, mb.Mask) {
 			return native.OutputGrads{}, 0, nil, errNonFinite
 		}
@@ -239,14 +239,14 @@ func (l *nativeLearner) criticLoss(mb *Sequences) lossFunc {
 		if err != nil {
 			return native.OutputGrads{}, 0, nil, fmt.Errorf("critic loss: %w", err)
 		}
-		return native.OutputGrads{Value: to32(r.DValue)}, r.Loss, r.Metrics(), nil
+		return native.OutputGrads{Value: native.Float32s(r.DValue)}, r.Loss, r.Metrics(), nil
 	}
 }
 
 // sftLoss is the warm start's supervised loss (algos.SFTLoss, token-mean).
 func sftLoss(mb *Sequences) lossFunc {
 	return func(out *native.Outputs) (native.OutputGrads, float64, map[string]float64, error) {
-		logp := to64(out.LogProb)
+		logp := native.Float64s(out.LogProb)
 		if !finiteRows(logp, mb.Mask) {
 			return native.OutputGrads{}, 0, nil, errNonFinite
 		}
@@ -254,7 +254,7 @@ func sftLoss(mb *Sequences) lossFunc {
 		if err != nil {
 			return native.OutputGrads{}, 0, nil, err
 		}
-		return native.OutputGrads{LogProb: to32(r.DLogProb)}, r.Loss, r.Metrics(), nil
+		return native.OutputGrads{LogProb: native.Float32s(r.DLogProb)}, r.Loss, r.Metrics(), nil
 	}
 }
 
@@ -301,34 +301,9 @@ func forwardNoGrad(ctx context.Context, m *native.Model, s *Sequences, chunk int
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, to64(field(o))...)
+		out = append(out, native.Float64s(field(o))...)
 	}
 	return out, nil
-}
-
-func to64(x [][]float32) [][]float64 {
-	out := make([][]float64, len(x))
-	for i, row := range x {
-		out[i] = make([]float64, len(row))
-		for j, v := range row {
-			out[i][j] = float64(v)
-		}
-	}
-	return out
-}
-
-func to32(x [][]float64) [][]float32 {
-	if x == nil {
-		return nil
-	}
-	out := make([][]float32, len(x))
-	for i, row := range x {
-		out[i] = make([]float32, len(row))
-		for j, v := range row {
-			out[i][j] = float32(v)
-		}
-	}
-	return out
 }
 
 // exists reports whether path exists.

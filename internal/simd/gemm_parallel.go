@@ -83,29 +83,21 @@ func (j *gemmJob) work() {
 		return
 	}
 	s := scratchPool.Get().(*gemmScratch)
-	n := int64(len(j.ranges))
-	for i := range n {
-		r := (int64(slot) + i) % n
-		lo, hi := r*j.tasks/n, (r+1)*j.tasks/n
-		for {
-			t := lo + j.ranges[r].Add(1) - 1
-			if t >= hi {
-				break
-			}
-			// Ranges run down the columns of blocks: the goroutines
-			// share rows of A and split B.
-			rb := int64(j.op.rowBlocks)
-			j.op.task(int(t%rb)*j.op.colBlocks+int(t/rb), s)
-			if j.done.Add(1) == j.tasks {
-				j.finished <- struct{}{}
-			}
-		}
-	}
+	// Ranges run down the columns of blocks: the goroutines share rows of
+	// A and split B.
+	rb := int64(j.op.rowBlocks)
+	j.claim(slot, func(t int64) { j.op.task(int(t%rb)*j.op.colBlocks+int(t/rb), s) })
 	scratchPool.Put(s)
 }
 
-// loop runs the iterations of a Parallel loop, its own range first.
+// loop runs the iterations of a Parallel loop.
 func (j *gemmJob) loop(slot int) {
+	j.claim(slot, func(t int64) { j.fn(slot, int(t)) })
+}
+
+// claim runs do for every task not yet claimed, this goroutine's own range
+// first, and signals finished after the last task of the job.
+func (j *gemmJob) claim(slot int, do func(t int64)) {
 	n := int64(len(j.ranges))
 	for i := range n {
 		r := (int64(slot) + i) % n
@@ -115,7 +107,7 @@ func (j *gemmJob) loop(slot int) {
 			if t >= hi {
 				break
 			}
-			j.fn(slot, int(t))
+			do(t)
 			if j.done.Add(1) == j.tasks {
 				j.finished <- struct{}{}
 			}

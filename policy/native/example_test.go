@@ -12,28 +12,6 @@ import (
 	"github.com/agentrl/agentrl/policy/native"
 )
 
-func to64(x [][]float32) [][]float64 {
-	out := make([][]float64, len(x))
-	for i, row := range x {
-		out[i] = make([]float64, len(row))
-		for j, v := range row {
-			out[i][j] = float64(v)
-		}
-	}
-	return out
-}
-
-func to32(x [][]float64) [][]float32 {
-	out := make([][]float32, len(x))
-	for i, row := range x {
-		out[i] = make([]float32, len(row))
-		for j, v := range row {
-			out[i][j] = float32(v)
-		}
-	}
-	return out
-}
-
 // Example shows the life of the policy: sample with a KV cache, recompute
 // log-probs under the current weights, take a PPO step with the loss from
 // package algos, and checkpoint.
@@ -81,13 +59,13 @@ func Example() {
 		log.Fatal(err)
 	}
 	loss, err := algos.PresetGRPO().ActorLoss(algos.ActorBatch{
-		LogProb: to64(out.LogProb), OldLogProb: old, Advantages: adv, Entropy: to64(out.Entropy), Mask: mask,
+		LogProb: native.Float64s(out.LogProb), OldLogProb: old, Advantages: adv, Entropy: native.Float64s(out.Entropy), Mask: mask,
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	m.ZeroGrad()
-	if err := m.Backward(ctx, native.OutputGrads{LogProb: to32(loss.DLogProb), Entropy: to32(loss.DEntropy)}); err != nil {
+	if err := m.Backward(ctx, native.OutputGrads{LogProb: native.Float32s(loss.DLogProb), Entropy: native.Float32s(loss.DEntropy)}); err != nil {
 		log.Fatal(err)
 	}
 	native.ClipGradNorm(m, 1.0)

@@ -191,35 +191,35 @@ func TestGradientLearnerObjective(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Old log-probs and values a fixed offset away so some ratios clip.
-	old, oldV := to64(ragged(rng, b, -0.5, 0.5)), to64(ragged(rng, b, -0.5, 0.5))
+	old, oldV := Float64s(ragged(rng, b, -0.5, 0.5)), Float64s(ragged(rng, b, -0.5, 0.5))
 	for i := range old {
 		for t2 := range old[i] {
 			old[i][t2] += float64(out.LogProb[i][t2])
 			oldV[i][t2] += float64(out.Value[i][t2])
 		}
 	}
-	adv, ref, ret := to64(ragged(rng, b, -1, 1)), to64(ragged(rng, b, -3, -1)), to64(ragged(rng, b, -1, 1))
+	adv, ref, ret := Float64s(ragged(rng, b, -1, 1)), Float64s(ragged(rng, b, -3, -1)), Float64s(ragged(rng, b, -1, 1))
 	for _, kl := range []algos.KLKind{algos.KL1, algos.KL3} {
 		p := algos.PresetPPO()
 		p.EntropyCoeff, p.UseKLLoss, p.KLLossCoef, p.KLLossType, p.ClipRangeValue = 0.1, true, 0.3, kl, 0.2
 		var clipFrac float64
 		checkGradients(t, m, b, func(out *Outputs, g *OutputGrads) float64 {
-			actor, err := p.ActorLoss(algos.ActorBatch{LogProb: to64(out.LogProb), OldLogProb: old, RefLogProb: ref,
-				Advantages: adv, Entropy: to64(out.Entropy), Mask: b.Mask})
+			actor, err := p.ActorLoss(algos.ActorBatch{LogProb: Float64s(out.LogProb), OldLogProb: old, RefLogProb: ref,
+				Advantages: adv, Entropy: Float64s(out.Entropy), Mask: b.Mask})
 			if err != nil {
 				t.Fatal(err)
 			}
-			critic, err := p.CriticLoss(to64(out.Value), oldV, ret, b.Mask)
+			critic, err := p.CriticLoss(Float64s(out.Value), oldV, ret, b.Mask)
 			if err != nil {
 				t.Fatal(err)
 			}
-			dv := to32(critic.DValue)
+			dv := Float32s(critic.DValue)
 			for i := range dv {
 				for t2 := range dv[i] {
 					dv[i][t2] *= 0.5
 				}
 			}
-			*g = OutputGrads{LogProb: to32(actor.DLogProb), Entropy: to32(actor.DEntropy), Value: dv}
+			*g = OutputGrads{LogProb: Float32s(actor.DLogProb), Entropy: Float32s(actor.DEntropy), Value: dv}
 			clipFrac = actor.PGClipFrac
 			return actor.Loss + 0.5*critic.Loss
 		})
