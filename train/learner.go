@@ -62,8 +62,9 @@ type UpdateStats struct {
 	Skipped     int // of which skipped for a non-finite loss or gradient
 }
 
-// ModelInfo describes a learner's model. Its fields are part of a run's
-// identity (run.json): a run directory is resumed only by the same model.
+// ModelInfo describes a learner's model. It is recorded in the run's
+// identity (run.json and every checkpoint), beside the settings that the
+// resume check compares.
 type ModelInfo struct {
 	Kind            string         `json:"kind"`   // "native", …
 	Config          map[string]any `json:"config"` // the architecture, as the backend describes it

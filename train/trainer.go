@@ -102,7 +102,6 @@ type session struct {
 	lock     *runlock.Lock
 	state    State
 	sched    native.Schedule
-	resumed  bool
 }
 
 // ErrStopped is returned by Run when a stopping rule ended the run early
@@ -189,7 +188,7 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 		if s.state, err = t.loadState(resumeFrom); err != nil {
 			return nil, fmt.Errorf("resume from %s: %w", resumeFrom, err)
 		}
-		s.learner, s.resumed, keep = l, true, s.state.Step
+		s.learner, keep = l, s.state.Step
 		t.log.Info("resuming", "dir", resumeFrom, "step", s.state.Step)
 	} else {
 		ws, err := t.warmStart(ctx)
