@@ -85,7 +85,6 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 			return nil, err
 		}
 	}
-	st := m.newInferState()
 	ss := make([]*sampler, len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
@@ -105,20 +104,21 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 			ss[i].out.FinishReason = FinishLength
 		}
 	}
-	v := m.cfg.Vocab
 
 	// Identical prompts (the K samples of a GRPO group) are prefilled once;
 	// their cache becomes the read-only ancestor of each member's own cache.
 	// A prompt that starts with a sequence seen by an earlier Sample (the
 	// previous turns of a conversation) reuses its cache from the prefix
-	// cache and prefills only the rest. attendRow treats a chain of caches
-	// exactly like one contiguous cache, so none of this changes a result.
+	// cache and prefills only the rest. Attention treats a chain of caches
+	// exactly like one contiguous cache (see attendBlock), so none of this
+	// changes a result.
 	type prompt struct {
 		cache   *kvCache
 		tokens  []int // the part to prefill
 		members []int
 	}
 	sig := m.paramSignature()
+	st := m.newInferStateSig(sig)
 	var prompts []*prompt
 	byKey := map[string]*prompt{}
 	for i := range reqs {
@@ -134,7 +134,8 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 		p.members = append(p.members, i)
 	}
 
-	// Prefill in chunks of whole prompts, then sample each request's first token.
+	// Prefill in chunks of whole prompts, then sample each request's first
+	// token (on the inference goroutines, each request by one of them).
 	var caches []*kvCache
 	var toks []int32
 	var rows []int
@@ -152,21 +153,22 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		st.step(caches, toks)
-		logits := st.logitsFor(rows)
-		for k := lo; k < hi; k++ {
-			for _, i := range prompts[k].members {
-				ss[i].cache = newKVCache(m, reqs[i].MaxNewTokens, prompts[k].cache.ref())
+		chunk := prompts[lo:hi]
+		st.forward(caches, toks, rows, func(k int, z []float32) {
+			p := chunk[k]
+			for _, i := range p.members {
+				ss[i].cache = newKVCache(m, reqs[i].MaxNewTokens, p.cache.ref())
 				if !ss[i].done {
-					ss[i].emit(logits[(k-lo)*v : (k-lo+1)*v])
+					ss[i].emit(z)
 				}
 			}
-		}
+		})
 		lo = hi
 	}
 
 	// Decode: one token per unfinished request per step.
 	active := make([]*sampler, 0, len(ss))
+	emit := func(i int, z []float32) { active[i].emit(z) }
 	for {
 		active = active[:0]
 		for _, s := range ss {
@@ -186,11 +188,7 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 			toks = append(toks, int32(s.out.Tokens[len(s.out.Tokens)-1]))
 			rows = append(rows, i)
 		}
-		st.step(caches, toks)
-		logits := st.logitsFor(rows)
-		for i, s := range active {
-			s.emit(logits[i*v : (i+1)*v])
-		}
+		st.forward(caches, toks, rows, emit)
 	}
 	res := make([]SampleResult, len(ss))
 	for i, s := range ss {
