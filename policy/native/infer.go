@@ -144,6 +144,8 @@ type inferState struct {
 	pos                      []int32
 	caches                   []*kvCache
 	toks                     []int32
+	dcaches                  []*kvCache // decode's caches and tokens
+	dtoks                    []int32
 	sel                      []int                    // rows whose logits are wanted, ascending
 	consume                  func(i int, z []float32) // gets the logits of row sel[i]
 
@@ -233,16 +235,10 @@ func (s *inferState) step(caches []*kvCache, toks []int32) {
 // goroutines, concurrently for different rows, and must not keep z.
 func (s *inferState) forward(caches []*kvCache, toks []int32, sel []int, consume func(i int, z []float32)) {
 	m := s.m
-	d, qd, _, qkvd, f, _ := m.dims()
+	d := m.cfg.DModel
 	n := len(toks)
 	s.caches, s.toks, s.sel, s.consume = caches, toks, sel, consume
-	s.x = grow(s.x, n*d)
-	s.xn = grow(s.xn, n*d)
-	s.qkv = grow(s.qkv, n*qkvd)
-	s.att = grow(s.att, n*qd)
-	s.gu = grow(s.gu, n*2*f)
-	s.act = grow(s.act, n*f)
-	s.pos = growInt32(s.pos, n)
+	s.reserve(n)
 	for r := 0; r < n; r++ {
 		off := 0
 		if r > 0 && caches[r-1] == caches[r] {
@@ -277,6 +273,18 @@ func (s *inferState) forward(caches []*kvCache, toks []int32, sel []int, consume
 		s.layerByLayer(n)
 	}
 	s.caches, s.toks, s.sel, s.consume = nil, nil, nil, nil
+}
+
+// reserve sizes the per-row buffers for n rows.
+func (s *inferState) reserve(n int) {
+	d, qd, _, qkvd, f, _ := s.m.dims()
+	s.x = grow(s.x, n*d)
+	s.xn = grow(s.xn, n*d)
+	s.qkv = grow(s.qkv, n*qkvd)
+	s.att = grow(s.att, n*qd)
+	s.gu = grow(s.gu, n*2*f)
+	s.act = grow(s.act, n*f)
+	s.pos = growInt32(s.pos, n)
 }
 
 // planUnits cuts the n rows into units of whole caches, aiming at two
@@ -517,6 +525,19 @@ func (s *inferState) headRows(ws *inferWorker, s0, s1 int, z []float32) {
 		ph = &s.w.head
 	}
 	s.gemmW(z, h, n, d, v, s.m.head(), ph, false)
+}
+
+// logitsRange computes the logits of the consecutive rows [lo, hi) into
+// the worker's buffer.
+func (s *inferState) logitsRange(ws *inferWorker, lo, hi int) []float32 {
+	d, v := s.m.cfg.DModel, s.m.cfg.Vocab
+	ws.logits = grow(ws.logits, (hi-lo)*v)
+	var ph *simd.PackedB
+	if s.fast {
+		ph = &s.w.head
+	}
+	s.gemmW(ws.logits, s.xn[lo*d:], hi-lo, d, v, s.m.head(), ph, false)
+	return ws.logits
 }
 
 // logitsFor computes LM-head logits for the given rows of the last step's

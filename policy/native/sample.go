@@ -5,10 +5,14 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/agentrl/agentrl/internal/simd"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentrl/agentrl/internal/simd"
 )
 
 // SampleRequest is one generation request.
@@ -166,29 +170,15 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 		lo = hi
 	}
 
-	// Decode: one token per unfinished request per step.
-	active := make([]*sampler, 0, len(ss))
-	emit := func(i int, z []float32) { active[i].emit(z) }
-	for {
-		active = active[:0]
-		for _, s := range ss {
-			if !s.done {
-				active = append(active, s)
-			}
+	// Decode.
+	var live []*sampler
+	for _, s := range ss {
+		if !s.done {
+			live = append(live, s)
 		}
-		if len(active) == 0 {
-			break
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		caches, toks, rows = caches[:0], toks[:0], rows[:0]
-		for i, s := range active {
-			caches = append(caches, s.cache)
-			toks = append(toks, int32(s.out.Tokens[len(s.out.Tokens)-1]))
-			rows = append(rows, i)
-		}
-		st.forward(caches, toks, rows, emit)
+	}
+	if err := st.decode(ctx, live); err != nil {
+		return nil, err
 	}
 	res := make([]SampleResult, len(ss))
 	for i, s := range ss {
@@ -199,6 +189,218 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 		m.pcache.put(sig, toks[:s.cache.length()], s.cache.ref())
 	}
 	return res, nil
+}
+
+// decoder runs the decoding of Sample: every unfinished request advances
+// one token per round until it stops. The requests are cut into units
+// that each run their rounds independently of the others, so that no
+// goroutine waits for another at the end of a round. A round of a unit is
+// a sequence of stages that alternate between computation (GEMMs and row
+// kernels; the last one samples the unit's next tokens) and attention over
+// the KV caches.
+//
+// Attention streams the caches from memory, and one core of a small
+// machine already saturates memory bandwidth with it, while the
+// computation runs from the weights, which fit in a core's cache, unless
+// attention streams through that cache too. So the goroutines take roles:
+// attention goroutines run the attention stages and computing goroutines
+// the computation, each unit's stages passing from one to the other in
+// a pipeline; a goroutine takes the other role's stages only when that
+// role has no goroutine, or when it has waited for work of its own for a
+// while.
+//
+// The rows of the inference state are shared out: unit u's active
+// requests are rows [lo, lo+len(active)).
+type decoder struct {
+	st      *inferState
+	ctx     context.Context
+	units   []decodeUnit
+	mu      sync.Mutex
+	live    int    // units not finished
+	joined  int    // goroutines that joined
+	present [2]int // goroutines in runTask, by role
+	seq     int64  // stages finished
+	changed atomic.Int64
+	err     error
+}
+
+type decodeUnit struct {
+	lo      int
+	active  []*sampler
+	stage   int   // next stage, see runStage
+	ready   int64 // seq when the stage became ready
+	running bool
+	done    bool
+}
+
+// Roles of the decoding goroutines.
+const (
+	roleAttend = iota
+	roleCompute
+)
+
+// decodeMinRows is the fewest requests a decoding unit is given when there
+// are enough of them, decodeUnitsPer the number of units per goroutine.
+const (
+	decodeMinRows  = 4
+	decodeUnitsPer = 2
+)
+
+// decodeRoleWait is how long a goroutine waits for a stage of its own
+// role before it takes one of the other role.
+const decodeRoleWait = 50 * time.Microsecond
+
+// decode runs the decoder on the live requests, each of which has its
+// first token and its own cache. It returns ctx.Err() if ctx is cancelled.
+func (s *inferState) decode(ctx context.Context, live []*sampler) error {
+	n := len(live)
+	if n == 0 {
+		return nil
+	}
+	s.reserve(n)
+	if cap(s.dcaches) < n {
+		s.dcaches, s.dtoks = make([]*kvCache, n), make([]int32, n)
+	}
+	s.caches, s.toks = s.dcaches[:n], s.dtoks[:n]
+	dc := &decoder{st: s, ctx: ctx}
+	per := max(decodeMinRows, (n+decodeUnitsPer*s.nw-1)/(decodeUnitsPer*s.nw))
+	for lo := 0; lo < n; lo += per {
+		dc.units = append(dc.units, decodeUnit{lo: lo, active: slices.Clone(live[lo:min(lo+per, n)])})
+	}
+	dc.live = len(dc.units)
+	workers := s.nw
+	if len(dc.units) == 1 {
+		workers = 1
+	}
+	runParallel(workers, workers, dc)
+	s.caches, s.toks = nil, nil
+	return dc.err
+}
+
+// attendWorkers is the number of the nw decoding goroutines that take the
+// attention role: half of them, at least one.
+func attendWorkers(nw int) int { return max(1, nw/2) }
+
+// runTask runs stages until every unit is finished.
+func (dc *decoder) runTask(w, _ int) {
+	ws := dc.st.ws[w]
+	stages := 2*dc.st.m.cfg.Layers + 1
+	dc.mu.Lock()
+	role := roleCompute
+	if dc.joined < attendWorkers(dc.st.nw) {
+		role = roleAttend
+	}
+	dc.joined++
+	dc.present[role]++
+	dc.mu.Unlock()
+	var waiting time.Time
+	for {
+		dc.mu.Lock()
+		if dc.live == 0 {
+			dc.present[role]--
+			dc.mu.Unlock()
+			return
+		}
+		any := dc.present[1-role] == 0 || !waiting.IsZero() && time.Since(waiting) > decodeRoleWait
+		pick := -1
+		for i := range dc.units {
+			u := &dc.units[i]
+			if u.running || u.done || !any && (u.stage%2 == 1) != (role == roleAttend) {
+				continue
+			}
+			if pick < 0 || u.ready < dc.units[pick].ready {
+				pick = i
+			}
+		}
+		if pick < 0 {
+			if any && dc.live < dc.present[0]+dc.present[1] {
+				// Every live unit is running on another goroutine, and
+				// there are fewer of them than goroutines from now on.
+				dc.present[role]--
+				dc.mu.Unlock()
+				return
+			}
+			seen := dc.changed.Load()
+			dc.mu.Unlock()
+			if waiting.IsZero() {
+				waiting = time.Now()
+			}
+			for i := 0; dc.changed.Load() == seen; i++ {
+				if i%64 == 63 && time.Since(waiting) > decodeRoleWait {
+					break
+				}
+			}
+			continue
+		}
+		waiting = time.Time{}
+		u := &dc.units[pick]
+		u.running = true
+		dc.mu.Unlock()
+
+		dc.runStage(ws, u)
+
+		dc.mu.Lock()
+		u.running = false
+		u.stage = (u.stage + 1) % stages
+		dc.seq++
+		u.ready = dc.seq
+		if u.done {
+			dc.live--
+		}
+		dc.changed.Add(1)
+		dc.mu.Unlock()
+	}
+}
+
+// runStage runs the next stage of unit u: stage 0 feeds the requests' last
+// tokens and computes the input of layer 0, stage 2l+1 is the attention of
+// layer l, stage 2l (l ≥ 1) the rest of layer l-1 and the input of layer l
+// or, after the last layer, the logits and the next tokens.
+func (dc *decoder) runStage(ws *inferWorker, u *decodeUnit) {
+	s := dc.st
+	m := s.m
+	d, v := m.cfg.DModel, m.cfg.Vocab
+	lo, hi := u.lo, u.lo+len(u.active)
+	switch k := u.stage; {
+	case k == 0:
+		if err := dc.ctx.Err(); err != nil {
+			dc.mu.Lock()
+			dc.err = err
+			dc.mu.Unlock()
+			u.done = true
+			return
+		}
+		for i, sp := range u.active {
+			r, kc := lo+i, sp.cache
+			tok := sp.out.Tokens[len(sp.out.Tokens)-1]
+			s.caches[r], s.toks[r], s.pos[r] = kc, int32(tok), int32(kc.length())
+			copy(s.x[r*d:(r+1)*d], m.p.embed[tok*d:])
+			kc.n++
+		}
+		s.attnIn(0, lo, hi)
+	case k%2 == 1:
+		for r := lo; r < hi; r++ {
+			s.attendCache(ws, k/2, r, r+1)
+		}
+	default:
+		l := k / 2
+		s.attnOut(l-1, lo, hi)
+		if l < m.cfg.Layers {
+			s.attnIn(l, lo, hi)
+			return
+		}
+		s.final(lo, hi)
+		z := s.logitsRange(ws, lo, hi)
+		keep := u.active[:0]
+		for i, sp := range u.active {
+			sp.emit(z[i*v : (i+1)*v])
+			if !sp.done {
+				keep = append(keep, sp)
+			}
+		}
+		u.active = keep
+		u.done = len(keep) == 0
+	}
 }
 
 // tokenKey returns a map key identifying a token sequence.
