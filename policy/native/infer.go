@@ -174,6 +174,7 @@ type inferWorker struct {
 	scores []float32 // attention probabilities, rows lds apart
 	lds    int
 	hsel   []float32 // gathered hidden states for the LM head
+	xn     []float32 // normed rows of a team member
 	logits []float32
 }
 
@@ -397,57 +398,83 @@ func slicesBinarySearch(x []int, v int) (int, bool) {
 // gemmW computes y = x·Wᵀ (+ y when accumulate) for rows of x [rows, in]
 // and a weight W [out, in] through its packing pw.
 func (s *inferState) gemmW(y, x []float32, rows, in, out int, w []float32, pw *simd.PackedB, accumulate bool) {
-	if rows == 0 {
+	s.gemmCols(y, x, rows, in, out, w, pw, 0, out, accumulate)
+}
+
+// gemmCols is gemmW for the columns [j0, j1) of y only (j0 a multiple of
+// simd.PackedColAlign), which it computes with the same bits.
+func (s *inferState) gemmCols(y, x []float32, rows, in, out int, w []float32, pw *simd.PackedB, j0, j1 int, accumulate bool) {
+	if rows == 0 || j0 == j1 {
 		return
 	}
 	beta := float32(0)
 	if accumulate {
 		beta = 1
 	}
-	if s.fast {
+	switch {
+	case s.fast && j0 == 0 && j1 == out:
 		simd.GemmPackedB(1, false, rows, 1, x, in, pw, beta, y, out)
-		return
+	case s.fast:
+		v := pw.Cols(j0, j1)
+		simd.GemmPackedB(1, false, rows, 1, x, in, &v, beta, y[j0:], out)
+	default:
+		s.m.kern.Gemm(false, true, rows, j1-j0, in, 1, x, in, w[j0*in:], in, beta, y[j0:], out)
 	}
-	s.m.kern.Gemm(false, true, rows, out, in, 1, x, in, w, in, beta, y, out)
 }
 
 // attnIn computes, for rows [lo, hi) of layer l, the normed input, the
 // projections, RoPE, the attention scale on the queries, and stores the
 // keys and values in the caches.
 func (s *inferState) attnIn(l, lo, hi int) {
-	m := s.m
-	c := m.cfg
-	d, qd, kvd, qkvd, _, _ := m.dims()
-	hd := c.HeadDim()
-	half := hd / 2
-	p := &m.p.layers[l]
-	var pl *packedLayer
-	if s.fast {
-		pl = &s.w.layers[l]
-	}
+	d, _, _, qkvd, _, _ := s.m.dims()
+	p := &s.m.p.layers[l]
 	for r := lo; r < hi; r++ {
-		simd.RMSNorm(s.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], p.attnNorm, c.NormEps)
+		simd.RMSNorm(s.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], p.attnNorm, s.m.cfg.NormEps)
 	}
+	s.qkvCols(l, lo, hi, s.xn[lo*d:], 0, qkvd)
+	s.headsIn(l, lo, hi, 0, s.m.cfg.KVHeads)
+}
+
+// qkvCols computes columns [j0, j1) of the QKV projection (with the bias)
+// of rows [lo, hi) from their normed inputs xn.
+func (s *inferState) qkvCols(l, lo, hi int, xn []float32, j0, j1 int) {
+	d, _, _, qkvd, _, _ := s.m.dims()
+	p := &s.m.p.layers[l]
 	if p.bqkv != nil {
 		for r := lo; r < hi; r++ {
-			copy(s.qkv[r*qkvd:(r+1)*qkvd], p.bqkv)
+			copy(s.qkv[r*qkvd+j0:r*qkvd+j1], p.bqkv[j0:j1])
 		}
 	}
-	var pqkv *simd.PackedB
-	if pl != nil {
-		pqkv = &pl.qkv
+	var pw *simd.PackedB
+	if s.fast {
+		pw = &s.w.layers[l].qkv
 	}
-	s.gemmW(s.qkv[lo*qkvd:], s.xn[lo*d:], hi-lo, d, qkvd, p.wqkv, pqkv, p.bqkv != nil)
+	s.gemmCols(s.qkv[lo*qkvd:], xn, hi-lo, d, qkvd, p.wqkv, pw, j0, j1, p.bqkv != nil)
+}
+
+// headsIn applies RoPE and the attention scale to the queries and keys of
+// KV heads [g0, g1) (and their query heads) of rows [lo, hi) of layer l,
+// and stores those keys and values in the caches.
+func (s *inferState) headsIn(l, lo, hi, g0, g1 int) {
+	m := s.m
+	c := m.cfg
+	_, qd, kvd, qkvd, _, _ := m.dims()
+	hd := c.HeadDim()
+	half := hd / 2
+	group := c.Heads / c.KVHeads
 	scale := float32(1 / math.Sqrt(float64(hd)))
 	for r := lo; r < hi; r++ {
 		row := s.qkv[r*qkvd : (r+1)*qkvd]
 		ps := int(s.pos[r])
-		simd.RoPE(row[:qd+kvd], m.ropeCos[ps*half:(ps+1)*half], m.ropeSin[ps*half:(ps+1)*half])
-		simd.Scale(scale, row[:qd])
+		cos, sin := m.ropeCos[ps*half:(ps+1)*half], m.ropeSin[ps*half:(ps+1)*half]
+		q := row[g0*group*hd : g1*group*hd]
+		simd.RoPE(q, cos, sin)
+		simd.Scale(scale, q)
+		simd.RoPE(row[qd+g0*hd:qd+g1*hd], cos, sin)
 		kc := s.caches[r]
 		i := ps - kc.start
 		kl, vl := kc.k[l], kc.v[l]
-		for g := 0; g < c.KVHeads; g++ {
+		for g := g0; g < g1; g++ {
 			kh := row[qd+g*hd : qd+(g+1)*hd]
 			kt := kl[g*hd*kc.cap+i:]
 			for j, x := range kh {
@@ -556,13 +583,13 @@ func (s *inferState) logitsFor(rows []int) []float32 {
 // attendCache computes the attention of rows [lo, hi), all of one cache,
 // in layer l.
 func (s *inferState) attendCache(ws *inferWorker, l, lo, hi int) {
-	c := s.m.cfg
-	if hi-lo == 1 && c.KVHeads == c.Heads {
-		s.attendBlock(ws, l, lo, hi, -1)
+	kvh := s.m.cfg.KVHeads
+	if hi-lo == 1 {
+		s.attendHeads(ws, l, lo, 0, kvh)
 		return
 	}
 	for a := lo; a < hi; a += attnRows {
-		for g := 0; g < c.KVHeads; g++ {
+		for g := 0; g < kvh; g++ {
 			s.attendBlock(ws, l, a, min(a+attnRows, hi), g)
 		}
 	}
@@ -570,8 +597,7 @@ func (s *inferState) attendCache(ws *inferWorker, l, lo, hi int) {
 
 // attendBlock computes causal attention in layer l for rows [lo, hi) (at
 // most attnRows consecutive rows of one cache) and the query heads of KV
-// head g, or every head of a single row when g is -1 (without GQA), and
-// writes the outputs into s.att.
+// head g, and writes the outputs into s.att.
 //
 // For each query, the scores against every visible position (the chain of
 // ancestors, then the cache's own positions) are computed span by span
@@ -591,31 +617,6 @@ func (s *inferState) attendBlock(ws *inferWorker, l, lo, hi, g int) {
 	kc := s.caches[lo]
 	lds := ws.lds
 	sc := ws.scores
-	if g < 0 {
-		// One query row, all heads: the rows of the kernels are the heads,
-		// each with its own keys and values.
-		last := int(s.pos[lo]) + 1
-		spans := len(kc.chain) + 1
-		ownLast := last - kc.start
-		h := c.Heads
-		q := s.qkv[lo*qkvd:]
-		for i := 0; i < spans; i++ {
-			cc, cnt := kc.spanAt(i, ownLast)
-			off := cc.start
-			simd.AttnScores(h, cnt, hd, q, hd, cc.k[l], cc.cap, hd*cc.cap, sc[off:], lds)
-		}
-		for r := 0; r < h; r++ {
-			simd.Softmax(sc[r*lds : r*lds+last])
-		}
-		o := s.att[lo*qd : lo*qd+h*hd]
-		clear(o)
-		for i := 0; i < spans; i++ {
-			cc, cnt := kc.spanAt(i, ownLast)
-			simd.AttnAccum(h, cnt, hd, sc[cc.start:], lds, cc.v[l], hd, cc.cap*hd, o, hd)
-		}
-		return
-	}
-
 	if hi-lo == 1 {
 		// GQA decoding: the rows of the kernels are the group's query heads.
 		h := g * group
@@ -626,6 +627,41 @@ func (s *inferState) attendBlock(ws *inferWorker, l, lo, hi, g int) {
 	// head at a time.
 	for h := g * group; h < (g+1)*group; h++ {
 		s.attendRows(sc, lds, l, kc, lo, hi, g, s.qkv[lo*qkvd+h*hd:], qkvd, s.att[lo*qd+h*hd:], qd, hi-lo)
+	}
+}
+
+// attendHeads computes the attention of the single query row r of layer l
+// for KV heads [g0, g1) and their query heads. Without GQA the rows of the
+// kernels are the heads, each with its own keys and values.
+func (s *inferState) attendHeads(ws *inferWorker, l, r, g0, g1 int) {
+	c := s.m.cfg
+	if c.KVHeads != c.Heads {
+		for g := g0; g < g1; g++ {
+			s.attendBlock(ws, l, r, r+1, g)
+		}
+		return
+	}
+	_, qd, _, qkvd, _, _ := s.m.dims()
+	hd := c.HeadDim()
+	kc := s.caches[r]
+	lds, sc := ws.lds, ws.scores
+	h := g1 - g0
+	last := int(s.pos[r]) + 1
+	spans := len(kc.chain) + 1
+	ownLast := last - kc.start
+	q := s.qkv[r*qkvd+g0*hd:]
+	for i := 0; i < spans; i++ {
+		cc, cnt := kc.spanAt(i, ownLast)
+		simd.AttnScores(h, cnt, hd, q, hd, cc.k[l][g0*hd*cc.cap:], cc.cap, hd*cc.cap, sc[cc.start:], lds)
+	}
+	for k := 0; k < h; k++ {
+		simd.Softmax(sc[k*lds : k*lds+last])
+	}
+	o := s.att[r*qd+g0*hd : r*qd+g1*hd]
+	clear(o)
+	for i := 0; i < spans; i++ {
+		cc, cnt := kc.spanAt(i, ownLast)
+		simd.AttnAccum(h, cnt, hd, sc[cc.start:], lds, cc.v[l][g0*cc.cap*hd:], hd, cc.cap*hd, o, hd)
 	}
 }
 

@@ -195,6 +195,15 @@ func TestSampleEveryLevel(t *testing.T) {
 						t.Fatalf("%s %v: request %d differs alone on one goroutine", name, l, 4+i)
 					}
 				}
+				for _, i := range []int{0, 5, 10} { // alone: decoded by a team
+					r, err := m.Sample(ctx, reqs[i:i+1])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(r[0].Tokens, all[i].Tokens) || !slices.Equal(r[0].LogProbs, all[i].LogProbs) {
+						t.Fatalf("%s %v: request %d differs alone", name, l, i)
+					}
+				}
 				var sreqs []ScoreRequest
 				for i, r := range all {
 					sreqs = append(sreqs, ScoreRequest{Prompt: reqs[i].Prompt, Continuations: [][]int{r.Tokens}})
@@ -227,8 +236,8 @@ func TestSampleEveryLevel(t *testing.T) {
 
 // TestDecodeAllocations: decoding allocates nothing per token.
 func TestDecodeAllocations(t *testing.T) {
-	if testing.Short() && runtime.GOMAXPROCS(0) > 8 {
-		t.Skip()
+	if raceEnabled {
+		t.Skip("the race detector makes sync.Pool drop items")
 	}
 	cfg := sampleConfig()
 	m := testModel(t, cfg, 30)
@@ -238,20 +247,23 @@ func TestDecodeAllocations(t *testing.T) {
 	for i := range prompts {
 		prompts[i] = randTokens(rng, 5, cfg.Vocab)
 	}
-	allocs := func(n int) float64 {
-		reqs := make([]SampleRequest, len(prompts))
-		for i := range reqs {
-			reqs[i] = SampleRequest{Prompt: prompts[i], MaxNewTokens: n, Temperature: 1, Seed: uint64(i)}
-		}
-		return testing.AllocsPerRun(20, func() {
-			if _, err := m.Sample(context.Background(), reqs); err != nil {
-				t.Fatal(err)
+	// One request decodes in a team, eight in units.
+	for _, batch := range []int{1, 8} {
+		allocs := func(n int) float64 {
+			reqs := make([]SampleRequest, batch)
+			for i := range reqs {
+				reqs[i] = SampleRequest{Prompt: prompts[i], MaxNewTokens: n, Temperature: 1, Seed: uint64(i)}
 			}
-		})
-	}
-	short, long := allocs(4), allocs(50)
-	if long > short+1 {
-		t.Errorf("Sample allocates %g times for 4 new tokens per request, %g for 50", short, long)
+			return testing.AllocsPerRun(20, func() {
+				if _, err := m.Sample(context.Background(), reqs); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		short, long := allocs(4), allocs(50)
+		if long > short+1 {
+			t.Errorf("batch %d: Sample allocates %g times for 4 new tokens per request, %g for 50", batch, short, long)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -268,11 +269,14 @@ func (s *inferState) decode(ctx context.Context, live []*sampler) error {
 		dc.units = append(dc.units, decodeUnit{lo: lo, active: slices.Clone(live[lo:min(lo+per, n)])})
 	}
 	dc.live = len(dc.units)
-	workers := s.nw
-	if len(dc.units) == 1 {
-		workers = 1
+	switch {
+	case len(dc.units) == 1 && s.nw > 1 && s.teamable():
+		runParallel(2, 2, &team{dc: dc, bar: spinBarrier{n: 2}})
+	case len(dc.units) == 1:
+		dc.runTask(0, 0)
+	default:
+		runParallel(s.nw, s.nw, dc)
 	}
-	runParallel(workers, workers, dc)
 	s.caches, s.toks = nil, nil
 	return dc.err
 }
@@ -359,23 +363,11 @@ func (dc *decoder) runTask(w, _ int) {
 func (dc *decoder) runStage(ws *inferWorker, u *decodeUnit) {
 	s := dc.st
 	m := s.m
-	d, v := m.cfg.DModel, m.cfg.Vocab
 	lo, hi := u.lo, u.lo+len(u.active)
 	switch k := u.stage; {
 	case k == 0:
-		if err := dc.ctx.Err(); err != nil {
-			dc.mu.Lock()
-			dc.err = err
-			dc.mu.Unlock()
-			u.done = true
+		if !dc.startRound(u) {
 			return
-		}
-		for i, sp := range u.active {
-			r, kc := lo+i, sp.cache
-			tok := sp.out.Tokens[len(sp.out.Tokens)-1]
-			s.caches[r], s.toks[r], s.pos[r] = kc, int32(tok), int32(kc.length())
-			copy(s.x[r*d:(r+1)*d], m.p.embed[tok*d:])
-			kc.n++
 		}
 		s.attnIn(0, lo, hi)
 	case k%2 == 1:
@@ -390,16 +382,215 @@ func (dc *decoder) runStage(ws *inferWorker, u *decodeUnit) {
 			return
 		}
 		s.final(lo, hi)
-		z := s.logitsRange(ws, lo, hi)
-		keep := u.active[:0]
-		for i, sp := range u.active {
-			sp.emit(z[i*v : (i+1)*v])
-			if !sp.done {
-				keep = append(keep, sp)
-			}
+		dc.endRound(u, s.logitsRange(ws, lo, hi))
+	}
+}
+
+// startRound feeds unit u's last tokens into its rows, or finishes the
+// unit if the context is cancelled; it reports whether the round runs.
+func (dc *decoder) startRound(u *decodeUnit) bool {
+	s := dc.st
+	m := s.m
+	d := m.cfg.DModel
+	if err := dc.ctx.Err(); err != nil {
+		dc.mu.Lock()
+		dc.err = err
+		dc.mu.Unlock()
+		u.done = true
+		return false
+	}
+	for i, sp := range u.active {
+		r, kc := u.lo+i, sp.cache
+		tok := sp.out.Tokens[len(sp.out.Tokens)-1]
+		s.caches[r], s.toks[r], s.pos[r] = kc, int32(tok), int32(kc.length())
+		copy(s.x[r*d:(r+1)*d], m.p.embed[tok*d:])
+		kc.n++
+	}
+	return true
+}
+
+// endRound samples the next token of each of unit u's requests from the
+// logits z of its rows and drops the finished requests.
+func (dc *decoder) endRound(u *decodeUnit, z []float32) {
+	v := dc.st.m.cfg.Vocab
+	keep := u.active[:0]
+	for i, sp := range u.active {
+		sp.emit(z[i*v : (i+1)*v])
+		if !sp.done {
+			keep = append(keep, sp)
 		}
-		u.active = keep
-		u.done = len(keep) == 0
+	}
+	u.active = keep
+	u.done = len(keep) == 0
+}
+
+// team decodes a single unit of requests (a batch of one to a few) on two
+// goroutines in lockstep: each computes its share of the columns of every
+// projection (one half of the packed weights, which then stays in its
+// core's cache) and the attention of its share of the heads, meeting at a
+// barrier wherever a result needs the other's share. The shares change
+// only which goroutine computes an element, not how. The first goroutine
+// decodes alone until the second arrives, which then joins at the start
+// of the next round.
+type team struct {
+	dc    *decoder
+	joins atomic.Int32
+	state atomic.Int32
+	bar   spinBarrier
+	stop  bool // set by member 0 before a barrier: the unit is finished
+}
+
+// States of a team.
+const (
+	teamWaiting = iota // member 0 decodes alone
+	teamJoined         // member 1 joined
+	teamDone           // the unit was finished before member 1 joined
+)
+
+// teamable reports whether every projection can be split in two at
+// multiples of simd.PackedColAlign.
+func (s *inferState) teamable() bool {
+	d, _, _, qkvd, f, v := s.m.dims()
+	a := simd.PackedColAlign
+	return s.fast && d >= 2*a && qkvd >= 2*a && v >= 2*a && f >= 2*a && f%a == 0
+}
+
+// share returns member c's share [j0, j1) of n columns (both members' when
+// c is -1).
+func share(n, c int) (int, int) {
+	a := simd.PackedColAlign
+	mid := min(n, (n/2+a-1)/a*a)
+	switch c {
+	case 0:
+		return 0, mid
+	case 1:
+		return mid, n
+	}
+	return 0, n
+}
+
+// headShare returns member c's share of n heads (all of them when c is -1).
+func headShare(n, c int) (int, int) {
+	switch c {
+	case 0:
+		return 0, (n + 1) / 2
+	case 1:
+		return (n + 1) / 2, n
+	}
+	return 0, n
+}
+
+func (t *team) runTask(w, _ int) {
+	ws := t.dc.st.ws[w]
+	u := &t.dc.units[0]
+	if t.joins.Add(1) > 1 {
+		if !t.state.CompareAndSwap(teamWaiting, teamJoined) {
+			return
+		}
+		for {
+			t.bar.wait()
+			if t.stop {
+				return
+			}
+			t.round(ws, u, 1)
+		}
+	}
+	for {
+		joined := t.state.Load() == teamJoined
+		if len(u.active) == 0 || !t.dc.startRound(u) {
+			if joined || !t.state.CompareAndSwap(teamWaiting, teamDone) {
+				t.stop = true
+				t.bar.wait()
+			}
+			return
+		}
+		c := -1
+		if joined {
+			t.bar.wait()
+			c = 0
+		}
+		t.round(ws, u, c)
+		t.dc.endRound(u, t.dc.st.logits)
+	}
+}
+
+// round runs member c's part of a round of unit u (the whole round when c
+// is -1), leaving the logits in s.logits.
+func (t *team) round(ws *inferWorker, u *decodeUnit, c int) {
+	s := t.dc.st
+	m := s.m
+	cfg := m.cfg
+	d, qd, _, qkvd, f, v := m.dims()
+	q0, q1 := share(qkvd, c)
+	o0, o1 := share(d, c)
+	f0, f1 := share(f, c)
+	v0, v1 := share(v, c)
+	g0, g1 := headShare(cfg.KVHeads, c)
+	sync := func() {
+		if c >= 0 {
+			t.bar.wait()
+		}
+	}
+	n := len(u.active)
+	ws.xn = grow(ws.xn, n*d)
+	if c <= 0 {
+		s.logits = grow(s.logits, n*v)
+	}
+	for l := 0; l < cfg.Layers; l++ {
+		p, pl := &m.p.layers[l], &s.w.layers[l]
+		// Both members norm the input, each into its own buffer.
+		for r := 0; r < n; r++ {
+			simd.RMSNorm(ws.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], p.attnNorm, cfg.NormEps)
+		}
+		s.qkvCols(l, 0, n, ws.xn, q0, q1)
+		sync()
+		s.headsIn(l, 0, n, g0, g1)
+		for r := 0; r < n; r++ {
+			s.attendHeads(ws, l, r, g0, g1)
+		}
+		sync()
+		s.gemmCols(s.x, s.att, n, qd, d, p.wo, &pl.o, o0, o1, true)
+		sync()
+		for r := 0; r < n; r++ {
+			simd.RMSNorm(ws.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], p.mlpNorm, cfg.NormEps)
+		}
+		s.gemmCols(s.gu, ws.xn, n, d, 2*f, p.wgu, &pl.gu, f0, f1, false)
+		s.gemmCols(s.gu, ws.xn, n, d, 2*f, p.wgu, &pl.gu, f+f0, f+f1, false)
+		for r := 0; r < n; r++ {
+			g := s.gu[r*2*f : (r+1)*2*f]
+			simd.SwiGLU(s.act[r*f+f0:r*f+f1], g[f0:f1], g[f+f0:f+f1])
+		}
+		sync()
+		s.gemmCols(s.x, s.act, n, f, d, p.wdown, &pl.down, o0, o1, true)
+		sync()
+	}
+	for r := 0; r < n; r++ {
+		simd.RMSNorm(ws.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], m.p.finalNorm, cfg.NormEps)
+	}
+	s.gemmCols(s.logits, ws.xn, n, d, v, m.head(), &s.w.head, v0, v1, false)
+	sync()
+}
+
+// spinBarrier is a barrier for n goroutines that spin while they wait (the
+// wait is short and waking a parked goroutine is not), yielding the
+// processor now and then in case the others are not running.
+type spinBarrier struct {
+	n     int32
+	count atomic.Int32
+	gen   atomic.Int32
+}
+
+func (b *spinBarrier) wait() {
+	g := b.gen.Load()
+	if b.count.Add(1) == b.n {
+		b.count.Store(0)
+		b.gen.Add(1)
+		return
+	}
+	for i := 1; b.gen.Load() == g; i++ {
+		if i%(1<<12) == 0 {
+			runtime.Gosched()
+		}
 	}
 }
 
