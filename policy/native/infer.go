@@ -3,6 +3,7 @@ package native
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -371,28 +372,13 @@ func (s *inferState) runTask(w, i int) {
 	case phaseFinal:
 		lo, hi := i*s.chunk, min((i+1)*s.chunk, n)
 		s.final(lo, hi)
-		s0, _ := slicesBinarySearch(s.sel, lo)
-		s1, _ := slicesBinarySearch(s.sel, hi)
+		s0, _ := slices.BinarySearch(s.sel, lo)
+		s1, _ := slices.BinarySearch(s.sel, hi)
 		s.logitsRows(ws, s0, s1)
 	case phaseLogits:
 		lo, hi := i*s.chunk, min((i+1)*s.chunk, len(s.sel))
 		s.headRows(ws, lo, hi, s.logits[lo*s.m.cfg.Vocab:])
 	}
-}
-
-// slicesBinarySearch returns the index of the first element of the
-// ascending x that is ≥ v.
-func slicesBinarySearch(x []int, v int) (int, bool) {
-	lo, hi := 0, len(x)
-	for lo < hi {
-		h := (lo + hi) / 2
-		if x[h] < v {
-			lo = h + 1
-		} else {
-			hi = h
-		}
-	}
-	return lo, lo < len(x) && x[lo] == v
 }
 
 // gemmW computes y = x·Wᵀ (+ y when accumulate) for rows of x [rows, in]

@@ -291,8 +291,11 @@ func TestSampleCancelledWhileDecoding(t *testing.T) {
 	}
 }
 
-func BenchmarkDecodeModes(b *testing.B) {
-	for _, batch := range []int{4, 16} {
+// BenchmarkSampleBatches measures generation of 128 new tokens after a
+// 16-token prompt at temperature 1 for batches decoded by a team (up to 16
+// requests) and in units.
+func BenchmarkSampleBatches(b *testing.B) {
+	for _, batch := range []int{2, 4, 8, 16, 32} {
 		b.Run(fmt.Sprint(batch), func(b *testing.B) {
 			m, err := New(benchConfig(), 1)
 			if err != nil {
