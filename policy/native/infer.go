@@ -134,7 +134,9 @@ func (m *Model) dropPacked() { m.infer.cur.Store(nil) }
 // the whole model independently on the inference goroutines (serial GEMMs,
 // no synchronisation between layers). A step whose rows are one long
 // sequence, or too unevenly split, runs layer by layer instead, each phase
-// parallel over chunks of rows or attention blocks.
+// parallel over chunks of rows or attention blocks. Decoding, a long
+// series of small steps, schedules the same pieces itself (see decode in
+// sample.go).
 type inferState struct {
 	m    *Model
 	w    *packedWeights
