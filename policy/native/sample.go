@@ -281,7 +281,7 @@ func (s *inferState) decode(ctx context.Context, live []*sampler) error {
 	dc.live = len(dc.units)
 	switch {
 	case len(dc.units) == 1 && n <= teamMaxRows && s.nw > 1 && s.teamable():
-		runParallel(2, 2, &team{dc: dc, bar: spinBarrier{n: 2}})
+		runParallel(2, 2, &team{dc: dc})
 	case len(dc.units) == 1:
 		dc.runTask(0, 0)
 	default:
@@ -446,7 +446,7 @@ type team struct {
 	dc    *decoder
 	joins atomic.Int32
 	state atomic.Int32
-	bar   spinBarrier
+	bar   pairBarrier
 	stop  bool // set by member 0 before a barrier: the unit is finished
 }
 
@@ -498,7 +498,7 @@ func (t *team) runTask(w, _ int) {
 			return
 		}
 		for {
-			t.bar.wait()
+			t.bar.wait(1)
 			if t.stop {
 				return
 			}
@@ -510,13 +510,13 @@ func (t *team) runTask(w, _ int) {
 		if len(u.active) == 0 || !t.dc.startRound(u) {
 			if joined || !t.state.CompareAndSwap(teamWaiting, teamDone) {
 				t.stop = true
-				t.bar.wait()
+				t.bar.wait(0)
 			}
 			return
 		}
 		c := -1
 		if joined {
-			t.bar.wait()
+			t.bar.wait(0)
 			c = 0
 		}
 		t.round(ws, u, c)
@@ -538,7 +538,7 @@ func (t *team) round(ws *inferWorker, u *decodeUnit, c int) {
 	g0, g1 := headShare(cfg.KVHeads, c)
 	sync := func() {
 		if c >= 0 {
-			t.bar.wait()
+			t.bar.wait(c)
 		}
 	}
 	n := len(u.active)
@@ -581,23 +581,22 @@ func (t *team) round(ws *inferWorker, u *decodeUnit, c int) {
 	sync()
 }
 
-// spinBarrier is a barrier for n goroutines that spin while they wait (the
-// wait is short and waking a parked goroutine is not), yielding the
-// processor now and then in case the others are not running.
-type spinBarrier struct {
-	n     int32
-	count atomic.Int32
-	gen   atomic.Int32
+// pairBarrier is a barrier for the two members of a team, who spin while
+// they wait (the wait is short and waking a parked goroutine is not),
+// yielding the processor now and then in case the other is not running.
+// Each member counts the barriers it reached on a cache line of its own
+// and waits until the other's count has caught up.
+type pairBarrier struct {
+	reached [2]struct {
+		n atomic.Int64
+		_ [56]byte
+	}
 }
 
-func (b *spinBarrier) wait() {
-	g := b.gen.Load()
-	if b.count.Add(1) == b.n {
-		b.count.Store(0)
-		b.gen.Add(1)
-		return
-	}
-	for i := 1; b.gen.Load() == g; i++ {
+func (b *pairBarrier) wait(c int) {
+	n := b.reached[c].n.Add(1)
+	other := &b.reached[1-c].n
+	for i := 1; other.Load() < n; i++ {
 		if i%(1<<12) == 0 {
 			runtime.Gosched()
 		}
