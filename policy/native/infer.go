@@ -2,6 +2,11 @@ package native
 
 import (
 	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/agentrl/agentrl/internal/simd"
 )
@@ -14,9 +19,10 @@ import (
 // so an ancestor may be shared by many children and may even be longer than
 // the part a child sees.
 //
-// Keys are stored transposed, [kvHead][headDim][cap], so the scores of one
-// query against all cached keys are headDim long axpys over positions;
-// values are stored [cap][kvDim]. See attendRow for why.
+// Keys are stored transposed, [kvHead][headDim][cap], so that the scores of
+// a query against a run of positions are vertical fused multiply-adds
+// (simd.AttnScores); values are stored [kvHead][cap][headDim], so that a
+// head's values are one contiguous run (simd.AttnAccum).
 type kvCache struct {
 	k, v  [][]float32 // [layer][KVDim·cap]
 	cap   int
@@ -56,152 +62,6 @@ func (c *kvCache) length() int { return c.start + c.n }
 // ref returns a view of everything this cache holds now.
 func (c *kvCache) ref() kvRef { return kvRef{c, c.n} }
 
-// inferState is the scratch of one inference call (Sample or Score). Its
-// buffers grow to the largest step and are reused, so decoding allocates
-// almost nothing per token.
-//
-// Every projection goes through linear and the tiled GEMM driver (gemm.go),
-// which computes each output element as the same fixed sequence of dot
-// products whatever the number of rows; together with attendRow this makes a
-// row's result independent of the batch it is in.
-type inferState struct {
-	m               *Model
-	x, xn, qkv, att []float32
-	gu, act, rstd   []float32
-	pos             []int32
-	scores          [][]float32 // per worker: MaxSeq scores, then headDim scaled query
-	hsel, logits    []float32
-}
-
-func (m *Model) newInferState() *inferState {
-	s := &inferState{m: m}
-	s.scores = make([][]float32, workers(math.MaxInt32))
-	for i := range s.scores {
-		s.scores[i] = make([]float32, m.cfg.MaxSeq+m.cfg.HeadDim())
-	}
-	return s
-}
-
-// step runs new tokens through the model. Row r holds token toks[r] of the
-// sequence whose cache is caches[r], at position caches[r].length() plus the
-// number of earlier rows of the same cache; rows of one cache must be
-// consecutive and in order. It appends the keys and values to the caches and
-// leaves the final-normed hidden states in s.x[:rows·D].
-func (s *inferState) step(caches []*kvCache, toks []int32) {
-	m := s.m
-	c := m.cfg
-	d, qd, kvd, qkvd, f, _ := m.dims()
-	n := len(toks)
-	hd := c.HeadDim()
-	group := c.Heads / c.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hd)))
-	s.x = grow(s.x, n*d)
-	s.xn = grow(s.xn, n*d)
-	s.qkv = grow(s.qkv, n*qkvd)
-	s.att = grow(s.att, n*qd)
-	s.gu = grow(s.gu, n*2*f)
-	s.act = grow(s.act, n*f)
-	s.rstd = grow(s.rstd, n)
-	s.pos = growInt32(s.pos, n)
-	// Positions and cache slots for each row.
-	keys := 0 // attention work: keys visible to all rows
-	for r := 0; r < n; r++ {
-		off := 0
-		if r > 0 && caches[r-1] == caches[r] {
-			off = int(s.pos[r-1]) + 1 - caches[r].length()
-		}
-		s.pos[r] = int32(caches[r].length() + off)
-		keys += int(s.pos[r]) + 1
-		copy(s.x[r*d:(r+1)*d], m.p.embed[int(toks[r])*d:])
-	}
-	kern := m.kern
-	for l := 0; l < c.Layers; l++ {
-		p := &m.p.layers[l]
-		kern.RMSNorm(s.xn, s.rstd, s.x, p.attnNorm, n, d, c.NormEps)
-		linear(kern, s.qkv, s.xn, p.wqkv, p.bqkv, n, d, qkvd, false)
-		kern.RoPE(s.qkv, n, qkvd, 0, c.Heads+c.KVHeads, hd, s.pos, m.ropeCos, m.ropeSin, false)
-		for r := 0; r < n; r++ {
-			kc := caches[r]
-			i := int(s.pos[r]) - kc.start
-			kr := s.qkv[r*qkvd+qd : r*qkvd+qd+kvd]
-			for j, x := range kr {
-				kc.k[l][j*kc.cap+i] = x
-			}
-			copy(kc.v[l][i*kvd:(i+1)*kvd], s.qkv[r*qkvd+qd+kvd:])
-		}
-		// One task per (row, head), so that even a single decoding sequence
-		// with a long context uses every core; short work stays inline.
-		attend := func(w, task int) {
-			r, h := task/c.Heads, task%c.Heads
-			kc := caches[r]
-			own := int(s.pos[r]) + 1 - kc.start
-			q := s.qkv[r*qkvd+h*hd : r*qkvd+(h+1)*hd]
-			attendRow(s.att[r*qd+h*hd:r*qd+(h+1)*hd], q, kc, own, l, h/group, kvd, scale, s.scores[w])
-		}
-		if keys*c.Heads*hd < 1<<16 {
-			for task := 0; task < n*c.Heads; task++ {
-				attend(0, task)
-			}
-		} else {
-			parallelFor(n*c.Heads, attend)
-		}
-		linear(kern, s.x, s.att, p.wo, nil, n, qd, d, true)
-		kern.RMSNorm(s.xn, s.rstd, s.x, p.mlpNorm, n, d, c.NormEps)
-		linear(kern, s.gu, s.xn, p.wgu, nil, n, d, 2*f, false)
-		kern.SwiGLU(s.act, s.gu, n, f)
-		linear(kern, s.x, s.act, p.wdown, nil, n, f, d, true)
-	}
-	for r := 0; r < n; r++ {
-		kc := caches[r]
-		if r == n-1 || caches[r+1] != kc {
-			kc.n = int(s.pos[r]) + 1 - kc.start
-		}
-	}
-	kern.RMSNorm(s.xn, s.rstd, s.x, m.p.finalNorm, n, d, c.NormEps)
-	s.x, s.xn = s.xn, s.x
-}
-
-// attendRow computes causal attention for one query of KV head g in layer
-// l over the positions of kc's ancestors followed by its first own
-// positions, and writes headDim outputs into out. scratch must hold
-// MaxSeq+headDim floats.
-//
-// Every operation is elementwise per key (scores as headDim axpys over
-// positions, values as one axpy per position in order), so the result does
-// not depend on batch composition or on how the positions are split between
-// caches. That is what makes sampling reproducible per request, lets cached
-// prompts be reused, and makes Score agree bit for bit with Sample.
-func attendRow(out, q []float32, kc *kvCache, own, l, g, kvd int, scale float32, scratch []float32) {
-	hd := len(q)
-	n := kc.start + own
-	scores := scratch[:n]
-	qs := scratch[len(scratch)-hd:]
-	for c, x := range q {
-		qs[c] = x * scale
-	}
-	clear(scores)
-	off := 0
-	for i := 0; i <= len(kc.chain); i++ {
-		c, cnt := kc.spanAt(i, own)
-		kT := c.k[l][g*hd*c.cap:]
-		for d := 0; d < hd && cnt > 0; d++ {
-			simd.Axpy(qs[d], kT[d*c.cap:d*c.cap+cnt], scores[off:off+cnt])
-		}
-		off += cnt
-	}
-	simd.Softmax(scores)
-	clear(out)
-	off = 0
-	for i := 0; i <= len(kc.chain); i++ {
-		c, cnt := kc.spanAt(i, own)
-		v := c.v[l][g*hd:]
-		for j := 0; j < cnt; j++ {
-			simd.Axpy(scores[off+j], v[j*kvd:j*kvd+hd], out)
-		}
-		off += cnt
-	}
-}
-
 // spanAt returns span i of the positions visible from kc: its ancestors in
 // order, then (i = len(chain)) its own first own positions.
 func (kc *kvCache) spanAt(i, own int) (*kvCache, int) {
@@ -211,15 +71,765 @@ func (kc *kvCache) spanAt(i, own int) (*kvCache, int) {
 	return kc, own
 }
 
+// inferWeights holds the weights packed for simd.GemmPackedB, so that the
+// small products of decoding do not repack a transposed weight on every
+// call. A packing is immutable and tied to the parameter signature it was
+// made from (see paramSignature): Sample and Score, which may run
+// concurrently, share it, and the first call after the weights change
+// makes a new one.
+type inferWeights struct {
+	mu  sync.Mutex
+	cur atomic.Pointer[packedWeights]
+}
+
+type packedWeights struct {
+	sig    uint64
+	layers []packedLayer
+	head   simd.PackedB
+}
+
+type packedLayer struct {
+	qkv, o, gu, down simd.PackedB
+}
+
+// packedFor returns the weights packed for signature sig.
+func (m *Model) packedFor(sig uint64) *packedWeights {
+	if w := m.infer.cur.Load(); w != nil && w.sig == sig {
+		return w
+	}
+	m.infer.mu.Lock()
+	defer m.infer.mu.Unlock()
+	if w := m.infer.cur.Load(); w != nil && w.sig == sig {
+		return w
+	}
+	d, qd, _, qkvd, f, v := m.dims()
+	w := &packedWeights{sig: sig, layers: make([]packedLayer, m.cfg.Layers)}
+	for l := range w.layers {
+		p, pl := &m.p.layers[l], &w.layers[l]
+		pl.qkv.Pack(true, d, qkvd, p.wqkv, d)
+		pl.o.Pack(true, qd, d, p.wo, qd)
+		pl.gu.Pack(true, d, 2*f, p.wgu, d)
+		pl.down.Pack(true, f, d, p.wdown, f)
+	}
+	w.head.Pack(true, d, v, m.head(), d)
+	m.infer.cur.Store(w)
+	return w
+}
+
+// dropPacked forgets the packed weights.
+func (m *Model) dropPacked() { m.infer.cur.Store(nil) }
+
+// inferState is the scratch of one inference call (Sample or Score). Its
+// buffers grow to the largest step and are reused, so decoding allocates
+// nothing per token.
+//
+// A step runs new tokens of many sequences through the model. Everything
+// but attention is computed row by row (GEMMs over packed weights, whose
+// elements do not depend on the number of rows, and row kernels), and
+// attention (attendBlock) computes every output element the same way
+// whatever the rows around it and however the context is split into
+// caches, so a row's result does not depend on the batch it is in.
+//
+// Parallelism: a step's rows are cut into units of whole caches, which run
+// the whole model independently on the inference goroutines (serial GEMMs,
+// no synchronisation between layers). A step whose rows are one long
+// sequence, or too unevenly split, runs layer by layer instead, each phase
+// parallel over chunks of rows or attention blocks. Decoding, a long
+// series of small steps, schedules the same pieces itself (see decode in
+// sample.go).
+type inferState struct {
+	m    *Model
+	w    *packedWeights
+	fast bool // CPU kernels: packed GEMMs; otherwise m.kern.Gemm
+	nw   int  // goroutines (the size of ws)
+
+	x, xn, qkv, att, gu, act []float32 // per row of the step
+	pos                      []int32
+	caches                   []*kvCache
+	toks                     []int32
+	dcaches                  []*kvCache // decode's caches and tokens
+	dtoks                    []int32
+	sel                      []int                    // rows whose logits are wanted, ascending
+	consume                  func(i int, z []float32) // gets the logits of row sel[i]
+
+	units  []inferUnit
+	blocks []rowBlock // attention blocks of the layer-by-layer mode
+	chunk  int        // rows per chunk of the layer-by-layer mode
+	phase  int
+	layer  int
+	ws     []*inferWorker
+	logits []float32 // logitsFor's output
+}
+
+// inferUnit is a range of rows holding whole caches, and the range of sel
+// that falls in it.
+type inferUnit struct{ lo, hi, s0, s1 int }
+
+// rowBlock is up to attnRows consecutive rows of one cache.
+type rowBlock struct{ lo, hi int }
+
+// attnRows is the most query rows of one cache that attend together
+// (simd.AttnAccum keeps that many rows' outputs in registers).
+const attnRows = 4
+
+// inferWorker is one goroutine's scratch.
+type inferWorker struct {
+	scores []float32 // attention probabilities, rows lds apart
+	lds    int
+	hsel   []float32 // gathered hidden states for the LM head
+	xn     []float32 // normed rows of a team member
+	logits []float32
+}
+
+// Phases of runTask.
+const (
+	phaseUnits = iota
+	phaseIn
+	phaseAttn
+	phaseOut
+	phaseFinal
+	phaseLogits
+)
+
+func (m *Model) newInferState() *inferState { return m.newInferStateSig(m.paramSignature()) }
+
+// newInferStateSig makes the scratch of an inference call for weights
+// with signature sig.
+func (m *Model) newInferStateSig(sig uint64) *inferState {
+	_, fast := m.kern.(*CPU)
+	s := &inferState{m: m, fast: fast, nw: workers(math.MaxInt32)}
+	if fast {
+		s.w = m.packedFor(sig)
+	} else {
+		s.nw = 1 // other kernels need not be safe for concurrent use
+	}
+	lds := (m.cfg.MaxSeq + 15) &^ 15
+	rows := max(attnRows, m.cfg.Heads)
+	s.ws = make([]*inferWorker, s.nw)
+	for i := range s.ws {
+		s.ws[i] = &inferWorker{scores: make([]float32, rows*lds), lds: lds}
+	}
+	return s
+}
+
+// Sizes of the units and chunks of a step.
+const (
+	// unitMinRows and unitMaxRows bound the rows of a unit (a unit may
+	// exceed the maximum by the rows of one cache): enough rows for
+	// efficient GEMMs, few enough for the unit's activations to stay in
+	// the core's cache.
+	unitMinRows = 16
+	unitMaxRows = 128
+	// serialRows is the largest step that runs on the calling goroutine
+	// alone when it cannot be split into units.
+	serialRows = 48
+)
+
+// step runs new tokens through the model. Row r holds token toks[r] of the
+// sequence whose cache is caches[r], at position caches[r].length() plus the
+// number of earlier rows of the same cache; rows of one cache must be
+// consecutive and in order. It appends the keys and values to the caches and
+// leaves the final-normed hidden states in s.xn[:rows·D].
+func (s *inferState) step(caches []*kvCache, toks []int32) {
+	s.forward(caches, toks, nil, nil)
+}
+
+// forward is step followed, for each selected row sel[i] (ascending), by
+// consume(i, logits of the row); consume is called from the inference
+// goroutines, concurrently for different rows, and must not keep z.
+func (s *inferState) forward(caches []*kvCache, toks []int32, sel []int, consume func(i int, z []float32)) {
+	m := s.m
+	d := m.cfg.DModel
+	n := len(toks)
+	s.caches, s.toks, s.sel, s.consume = caches, toks, sel, consume
+	s.reserve(n)
+	for r := 0; r < n; r++ {
+		off := 0
+		if r > 0 && caches[r-1] == caches[r] {
+			off = int(s.pos[r-1]) + 1 - caches[r].length()
+		}
+		s.pos[r] = int32(caches[r].length() + off)
+		copy(s.x[r*d:(r+1)*d], m.p.embed[int(toks[r])*d:])
+	}
+	// The caches hold the new positions once the step is done; consume
+	// may already take views of them (attention reads s.pos, not n).
+	for r := 0; r < n; r++ {
+		kc := caches[r]
+		if r == n-1 || caches[r+1] != kc {
+			kc.n = int(s.pos[r]) + 1 - kc.start
+		}
+	}
+	s.planUnits(n)
+	biggest := 0
+	for _, u := range s.units {
+		biggest = max(biggest, u.hi-u.lo)
+	}
+	switch {
+	case s.nw == 1 || n <= serialRows && len(s.units) == 1:
+		s.phase = phaseUnits
+		for i := range s.units {
+			s.runTask(0, i)
+		}
+	case len(s.units) > 1 && (biggest <= unitMaxRows || biggest*s.nw <= 2*n):
+		s.phase = phaseUnits
+		runParallel(s.nw, len(s.units), s)
+	default:
+		s.layerByLayer(n)
+	}
+	s.caches, s.toks, s.sel, s.consume = nil, nil, nil, nil
+}
+
+// reserve sizes the per-row buffers for n rows.
+func (s *inferState) reserve(n int) {
+	d, qd, _, qkvd, f, _ := s.m.dims()
+	s.x = grow(s.x, n*d)
+	s.xn = grow(s.xn, n*d)
+	s.qkv = grow(s.qkv, n*qkvd)
+	s.att = grow(s.att, n*qd)
+	s.gu = grow(s.gu, n*2*f)
+	s.act = grow(s.act, n*f)
+	s.pos = growInt32(s.pos, n)
+}
+
+// planUnits cuts the n rows into units of whole caches, aiming at two
+// units per goroutine.
+func (s *inferState) planUnits(n int) {
+	target := min(max((n+2*s.nw-1)/(2*s.nw), unitMinRows), unitMaxRows)
+	s.units = s.units[:0]
+	si := 0
+	for lo := 0; lo < n; {
+		hi := lo
+		for hi < n && (hi == lo || hi-lo < target) {
+			c := s.caches[hi]
+			for hi < n && s.caches[hi] == c {
+				hi++
+			}
+		}
+		s0 := si
+		for si < len(s.sel) && s.sel[si] < hi {
+			si++
+		}
+		s.units = append(s.units, inferUnit{lo, hi, s0, si})
+		lo = hi
+	}
+}
+
+// layerByLayer runs the step phase by phase, each phase parallel over
+// chunks of rows (or attention blocks).
+func (s *inferState) layerByLayer(n int) {
+	s.chunk = max(32, (n+4*s.nw-1)/(4*s.nw))
+	chunks := (n + s.chunk - 1) / s.chunk
+	s.blocks = s.blocks[:0]
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		for hi < n && hi-lo < attnRows && s.caches[hi] == s.caches[lo] {
+			hi++
+		}
+		s.blocks = append(s.blocks, rowBlock{lo, hi})
+		lo = hi
+	}
+	kvh := s.m.cfg.KVHeads
+	for l := 0; l < s.m.cfg.Layers; l++ {
+		s.layer = l
+		s.phase = phaseIn
+		runParallel(s.nw, chunks, s)
+		s.phase = phaseAttn
+		runParallel(s.nw, len(s.blocks)*kvh, s)
+		s.phase = phaseOut
+		runParallel(s.nw, chunks, s)
+	}
+	s.phase = phaseFinal
+	runParallel(s.nw, chunks, s)
+}
+
+// runTask runs task i of the current phase on worker w.
+func (s *inferState) runTask(w, i int) {
+	ws := s.ws[w]
+	n := len(s.toks)
+	switch s.phase {
+	case phaseUnits:
+		u := s.units[i]
+		for l := 0; l < s.m.cfg.Layers; l++ {
+			s.attnIn(l, u.lo, u.hi)
+			for lo := u.lo; lo < u.hi; {
+				hi := lo + 1
+				for hi < u.hi && s.caches[hi] == s.caches[lo] {
+					hi++
+				}
+				s.attendCache(ws, l, lo, hi)
+				lo = hi
+			}
+			s.attnOut(l, u.lo, u.hi)
+		}
+		s.final(u.lo, u.hi)
+		s.logitsRows(ws, u.s0, u.s1)
+	case phaseIn:
+		s.attnIn(s.layer, i*s.chunk, min((i+1)*s.chunk, n))
+	case phaseAttn:
+		kvh := s.m.cfg.KVHeads
+		b := s.blocks[i/kvh]
+		s.attendBlock(ws, s.layer, b.lo, b.hi, i%kvh)
+	case phaseOut:
+		s.attnOut(s.layer, i*s.chunk, min((i+1)*s.chunk, n))
+	case phaseFinal:
+		lo, hi := i*s.chunk, min((i+1)*s.chunk, n)
+		s.final(lo, hi)
+		s0, _ := slices.BinarySearch(s.sel, lo)
+		s1, _ := slices.BinarySearch(s.sel, hi)
+		s.logitsRows(ws, s0, s1)
+	case phaseLogits:
+		lo, hi := i*s.chunk, min((i+1)*s.chunk, len(s.sel))
+		s.headRows(ws, lo, hi, s.logits[lo*s.m.cfg.Vocab:])
+	}
+}
+
+// gemmW computes y = x·Wᵀ (+ y when accumulate) for rows of x [rows, in]
+// and a weight W [out, in] through its packing pw.
+func (s *inferState) gemmW(y, x []float32, rows, in, out int, w []float32, pw *simd.PackedB, accumulate bool) {
+	s.gemmCols(y, x, rows, in, out, w, pw, 0, out, accumulate)
+}
+
+// gemmCols is gemmW for the columns [j0, j1) of y only (j0 a multiple of
+// simd.PackedColAlign), which it computes with the same bits.
+func (s *inferState) gemmCols(y, x []float32, rows, in, out int, w []float32, pw *simd.PackedB, j0, j1 int, accumulate bool) {
+	if rows == 0 || j0 == j1 {
+		return
+	}
+	beta := float32(0)
+	if accumulate {
+		beta = 1
+	}
+	switch {
+	case s.fast && j0 == 0 && j1 == out:
+		simd.GemmPackedB(1, false, rows, 1, x, in, pw, beta, y, out)
+	case s.fast:
+		v := pw.Cols(j0, j1)
+		simd.GemmPackedB(1, false, rows, 1, x, in, &v, beta, y[j0:], out)
+	default:
+		s.m.kern.Gemm(false, true, rows, j1-j0, in, 1, x, in, w[j0*in:], in, beta, y[j0:], out)
+	}
+}
+
+// attnIn computes, for rows [lo, hi) of layer l, the normed input, the
+// projections, RoPE, the attention scale on the queries, and stores the
+// keys and values in the caches.
+func (s *inferState) attnIn(l, lo, hi int) {
+	d, _, _, qkvd, _, _ := s.m.dims()
+	p := &s.m.p.layers[l]
+	for r := lo; r < hi; r++ {
+		simd.RMSNorm(s.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], p.attnNorm, s.m.cfg.NormEps)
+	}
+	s.qkvCols(l, lo, hi, s.xn[lo*d:], 0, qkvd)
+	s.headsIn(l, lo, hi, 0, s.m.cfg.KVHeads)
+}
+
+// qkvCols computes columns [j0, j1) of the QKV projection (with the bias)
+// of rows [lo, hi) from their normed inputs xn.
+func (s *inferState) qkvCols(l, lo, hi int, xn []float32, j0, j1 int) {
+	d, _, _, qkvd, _, _ := s.m.dims()
+	p := &s.m.p.layers[l]
+	if p.bqkv != nil {
+		for r := lo; r < hi; r++ {
+			copy(s.qkv[r*qkvd+j0:r*qkvd+j1], p.bqkv[j0:j1])
+		}
+	}
+	var pw *simd.PackedB
+	if s.fast {
+		pw = &s.w.layers[l].qkv
+	}
+	s.gemmCols(s.qkv[lo*qkvd:], xn, hi-lo, d, qkvd, p.wqkv, pw, j0, j1, p.bqkv != nil)
+}
+
+// headsIn applies RoPE and the attention scale to the queries and keys of
+// KV heads [g0, g1) (and their query heads) of rows [lo, hi) of layer l,
+// and stores those keys and values in the caches.
+func (s *inferState) headsIn(l, lo, hi, g0, g1 int) {
+	m := s.m
+	c := m.cfg
+	_, qd, kvd, qkvd, _, _ := m.dims()
+	hd := c.HeadDim()
+	half := hd / 2
+	group := c.Heads / c.KVHeads
+	scale := float32(1 / math.Sqrt(float64(hd)))
+	for r := lo; r < hi; r++ {
+		row := s.qkv[r*qkvd : (r+1)*qkvd]
+		ps := int(s.pos[r])
+		cos, sin := m.ropeCos[ps*half:(ps+1)*half], m.ropeSin[ps*half:(ps+1)*half]
+		q := row[g0*group*hd : g1*group*hd]
+		simd.RoPE(q, cos, sin)
+		simd.Scale(scale, q)
+		simd.RoPE(row[qd+g0*hd:qd+g1*hd], cos, sin)
+		kc := s.caches[r]
+		i := ps - kc.start
+		kl, vl := kc.k[l], kc.v[l]
+		for g := g0; g < g1; g++ {
+			kh := row[qd+g*hd : qd+(g+1)*hd]
+			kt := kl[g*hd*kc.cap+i:]
+			for j, x := range kh {
+				kt[j*kc.cap] = x
+			}
+			copy(vl[(g*kc.cap+i)*hd:(g*kc.cap+i+1)*hd], row[qd+kvd+g*hd:])
+		}
+	}
+}
+
+// attnOut computes, for rows [lo, hi) of layer l, the output projection
+// into the residual stream and the MLP.
+func (s *inferState) attnOut(l, lo, hi int) {
+	m := s.m
+	c := m.cfg
+	d, qd, _, _, f, _ := m.dims()
+	p := &m.p.layers[l]
+	var po, pgu, pdown *simd.PackedB
+	if s.fast {
+		pl := &s.w.layers[l]
+		po, pgu, pdown = &pl.o, &pl.gu, &pl.down
+	}
+	n := hi - lo
+	s.gemmW(s.x[lo*d:], s.att[lo*qd:], n, qd, d, p.wo, po, true)
+	for r := lo; r < hi; r++ {
+		simd.RMSNorm(s.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], p.mlpNorm, c.NormEps)
+	}
+	s.gemmW(s.gu[lo*2*f:], s.xn[lo*d:], n, d, 2*f, p.wgu, pgu, false)
+	for r := lo; r < hi; r++ {
+		g := s.gu[r*2*f : (r+1)*2*f]
+		simd.SwiGLU(s.act[r*f:(r+1)*f], g[:f], g[f:])
+	}
+	s.gemmW(s.x[lo*d:], s.act[lo*f:], n, f, d, p.wdown, pdown, true)
+}
+
+// final writes the final-normed hidden states of rows [lo, hi) into xn.
+func (s *inferState) final(lo, hi int) {
+	d := s.m.cfg.DModel
+	for r := lo; r < hi; r++ {
+		simd.RMSNorm(s.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], s.m.p.finalNorm, s.m.cfg.NormEps)
+	}
+}
+
+// logitsRows computes the logits of rows sel[s0:s1] and hands each to
+// consume.
+func (s *inferState) logitsRows(ws *inferWorker, s0, s1 int) {
+	if s.consume == nil || s0 == s1 {
+		return
+	}
+	v := s.m.cfg.Vocab
+	ws.logits = grow(ws.logits, (s1-s0)*v)
+	s.headRows(ws, s0, s1, ws.logits)
+	for i := s0; i < s1; i++ {
+		s.consume(i, ws.logits[(i-s0)*v:(i-s0+1)*v])
+	}
+}
+
+// headRows writes the LM-head logits of rows sel[s0:s1] into z.
+func (s *inferState) headRows(ws *inferWorker, s0, s1 int, z []float32) {
+	d, v := s.m.cfg.DModel, s.m.cfg.Vocab
+	n := s1 - s0
+	if n == 0 {
+		return
+	}
+	h := s.xn[s.sel[s0]*d:]
+	if s.sel[s1-1]-s.sel[s0] != n-1 { // not consecutive: gather
+		ws.hsel = grow(ws.hsel, n*d)
+		for i, r := range s.sel[s0:s1] {
+			copy(ws.hsel[i*d:(i+1)*d], s.xn[r*d:(r+1)*d])
+		}
+		h = ws.hsel
+	}
+	var ph *simd.PackedB
+	if s.fast {
+		ph = &s.w.head
+	}
+	s.gemmW(z, h, n, d, v, s.m.head(), ph, false)
+}
+
+// logitsRange computes the logits of the consecutive rows [lo, hi) into
+// the worker's buffer.
+func (s *inferState) logitsRange(ws *inferWorker, lo, hi int) []float32 {
+	d, v := s.m.cfg.DModel, s.m.cfg.Vocab
+	ws.logits = grow(ws.logits, (hi-lo)*v)
+	var ph *simd.PackedB
+	if s.fast {
+		ph = &s.w.head
+	}
+	s.gemmW(ws.logits, s.xn[lo*d:], hi-lo, d, v, s.m.head(), ph, false)
+	return ws.logits
+}
+
 // logitsFor computes LM-head logits for the given rows of the last step's
 // hidden states into s.logits[:len(rows)·V].
 func (s *inferState) logitsFor(rows []int) []float32 {
-	d, v := s.m.cfg.DModel, s.m.cfg.Vocab
-	s.hsel = grow(s.hsel, len(rows)*d)
+	v := s.m.cfg.Vocab
 	s.logits = grow(s.logits, len(rows)*v)
-	for i, r := range rows {
-		copy(s.hsel[i*d:(i+1)*d], s.x[r*d:(r+1)*d])
-	}
-	linear(s.m.kern, s.logits, s.hsel, s.m.head(), nil, len(rows), d, v, false)
+	s.sel = rows
+	s.chunk = max(32, (len(rows)+2*s.nw-1)/(2*s.nw))
+	s.phase = phaseLogits
+	runParallel(s.nw, (len(rows)+s.chunk-1)/s.chunk, s)
+	s.sel = nil
 	return s.logits[:len(rows)*v]
+}
+
+// attendCache computes the attention of rows [lo, hi), all of one cache,
+// in layer l.
+func (s *inferState) attendCache(ws *inferWorker, l, lo, hi int) {
+	kvh := s.m.cfg.KVHeads
+	if hi-lo == 1 {
+		s.attendHeads(ws, l, lo, 0, kvh)
+		return
+	}
+	for a := lo; a < hi; a += attnRows {
+		for g := 0; g < kvh; g++ {
+			s.attendBlock(ws, l, a, min(a+attnRows, hi), g)
+		}
+	}
+}
+
+// attendBlock computes causal attention in layer l for rows [lo, hi) (at
+// most attnRows consecutive rows of one cache) and the query heads of KV
+// head g, and writes the outputs into s.att.
+//
+// For each query, the scores against every visible position (the chain of
+// ancestors, then the cache's own positions) are computed span by span
+// into one row of probabilities indexed by position, softmaxed over the
+// positions the query sees, and the values are accumulated span by span
+// in position order (simd.AttnScores, simd.Softmax, simd.AttnAccum).
+// Every output element is thus the same sequence of float32 operations
+// whatever the split of the context into caches and whatever the other
+// rows: what makes sampling reproducible per request, lets cached prompts
+// be reused, and makes Score agree bit for bit with Sample.
+func (s *inferState) attendBlock(ws *inferWorker, l, lo, hi, g int) {
+	m := s.m
+	c := m.cfg
+	_, qd, _, qkvd, _, _ := m.dims()
+	hd := c.HeadDim()
+	group := c.Heads / c.KVHeads
+	kc := s.caches[lo]
+	lds := ws.lds
+	sc := ws.scores
+	if hi-lo == 1 {
+		// GQA decoding: the rows of the kernels are the group's query heads.
+		h := g * group
+		s.attendRows(sc, lds, l, kc, lo, hi, g, s.qkv[lo*qkvd+h*hd:], hd, s.att[lo*qd+h*hd:], hd, group)
+		return
+	}
+	// Several query rows: the rows of the kernels are the query rows, one
+	// head at a time.
+	for h := g * group; h < (g+1)*group; h++ {
+		s.attendRows(sc, lds, l, kc, lo, hi, g, s.qkv[lo*qkvd+h*hd:], qkvd, s.att[lo*qd+h*hd:], qd, hi-lo)
+	}
+}
+
+// attendHeads computes the attention of the single query row r of layer l
+// for KV heads [g0, g1) and their query heads. Without GQA the rows of the
+// kernels are the heads, each with its own keys and values.
+func (s *inferState) attendHeads(ws *inferWorker, l, r, g0, g1 int) {
+	c := s.m.cfg
+	if c.KVHeads != c.Heads {
+		for g := g0; g < g1; g++ {
+			s.attendBlock(ws, l, r, r+1, g)
+		}
+		return
+	}
+	_, qd, _, qkvd, _, _ := s.m.dims()
+	hd := c.HeadDim()
+	kc := s.caches[r]
+	lds, sc := ws.lds, ws.scores
+	h := g1 - g0
+	last := int(s.pos[r]) + 1
+	spans := len(kc.chain) + 1
+	ownLast := last - kc.start
+	q := s.qkv[r*qkvd+g0*hd:]
+	for i := 0; i < spans; i++ {
+		cc, cnt := kc.spanAt(i, ownLast)
+		simd.AttnScores(h, cnt, hd, q, hd, cc.k[l][g0*hd*cc.cap:], cc.cap, hd*cc.cap, sc[cc.start:], lds)
+	}
+	for k := 0; k < h; k++ {
+		simd.Softmax(sc[k*lds : k*lds+last])
+	}
+	o := s.att[r*qd+g0*hd : r*qd+g1*hd]
+	clear(o)
+	for i := 0; i < spans; i++ {
+		cc, cnt := kc.spanAt(i, ownLast)
+		simd.AttnAccum(h, cnt, hd, sc[cc.start:], lds, cc.v[l][g0*cc.cap*hd:], hd, cc.cap*hd, o, hd)
+	}
+}
+
+// attendRows is attendBlock for nrows kernel rows that share the keys and
+// values of KV head g: either the query rows [lo, hi) of one head (nrows =
+// hi-lo) or the heads of the single query row lo (hi = lo+1).
+func (s *inferState) attendRows(sc []float32, lds, l int, kc *kvCache, lo, hi, g int, q []float32, ldq int, o []float32, ldo, nrows int) {
+	hd := s.m.cfg.HeadDim()
+	spans := len(kc.chain) + 1
+	last := int(s.pos[hi-1]) + 1
+	ownLast := last - kc.start
+	for i := 0; i < spans; i++ {
+		cc, cnt := kc.spanAt(i, ownLast)
+		simd.AttnScores(nrows, cnt, hd, q, ldq, cc.k[l][g*hd*cc.cap:], cc.cap, 0, sc[cc.start:], lds)
+	}
+	// seen returns the positions kernel row r sees.
+	seen := func(r int) int {
+		if hi-lo == 1 {
+			return last
+		}
+		return int(s.pos[lo+r]) + 1
+	}
+	for r := 0; r < nrows; r++ {
+		simd.Softmax(sc[r*lds : r*lds+seen(r)])
+		clear(o[r*ldo : r*ldo+hd])
+	}
+	for i := 0; i < spans-1; i++ {
+		cc, cnt := kc.spanAt(i, 0)
+		simd.AttnAccum(nrows, cnt, hd, sc[cc.start:], lds, cc.v[l][g*cc.cap*hd:], hd, 0, o, ldo)
+	}
+	// The cache's own positions: row r sees seen(r) - start of them, so
+	// the rows from r on accumulate the positions only they see, in order.
+	v := kc.v[l][g*kc.cap*hd:]
+	done := 0
+	for r := 0; r < nrows; r++ {
+		upto := seen(r) - kc.start
+		if upto > done {
+			simd.AttnAccum(nrows-r, upto-done, hd, sc[r*lds+kc.start+done:], lds, v[done*hd:], hd, 0, o[r*ldo:], ldo)
+			done = upto
+		}
+	}
+}
+
+// Parallel inference runs on long-lived goroutines, so that the many short
+// steps of decoding neither allocate nor wait for goroutines to start. A
+// caller queues its job for up to workers-1 helpers and works on it too;
+// tasks are claimed from a counter (which goroutine runs a task changes
+// none of its bits). Waking a parked goroutine can take longer than a
+// decoding step on a virtual machine, so helpers poll for the next job for
+// a while before they park, and the caller polls for the last tasks
+// before it blocks (as simd's GEMM helpers do).
+
+// taskRunner runs task i of a job on worker slot w.
+type taskRunner interface{ runTask(w, i int) }
+
+type inferJob struct {
+	r        taskRunner
+	n        int64
+	next     atomic.Int64 // tasks claimed
+	done     atomic.Int64 // tasks finished
+	slots    atomic.Int32 // goroutines that joined
+	refs     atomic.Int32 // the caller and the queued copies
+	finished chan struct{}
+}
+
+var inferJobs = sync.Pool{New: func() any { return &inferJob{finished: make(chan struct{}, 1)} }}
+
+var inferHelpers struct {
+	mu      sync.Mutex
+	started int
+	queue   chan *inferJob
+}
+
+const (
+	inferMaxHelpers  = 256
+	inferHelperPoll  = 200 * time.Microsecond
+	inferHelperYield = 50 * time.Microsecond
+	inferCallerPoll  = 100 * time.Microsecond
+)
+
+// runParallel runs r.runTask(w, i) for i in [0, n) on up to workers
+// goroutines (the caller's included), w being a slot in [0, workers)
+// unique among the goroutines running at once.
+func runParallel(workers, n int, r taskRunner) {
+	workers = min(workers, n)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			r.runTask(0, i)
+		}
+		return
+	}
+	startHelpers(workers - 1)
+	j := inferJobs.Get().(*inferJob)
+	j.r, j.n = r, int64(n)
+	j.next.Store(0)
+	j.done.Store(0)
+	j.slots.Store(0)
+	j.refs.Store(1)
+	for i := 0; i < workers-1; i++ {
+		j.refs.Add(1)
+		select {
+		case inferHelpers.queue <- j:
+		default:
+			j.refs.Add(-1)
+		}
+	}
+	j.work()
+	start := time.Now()
+	for i := 1; j.done.Load() < j.n; i++ {
+		if i%64 == 0 && time.Since(start) > inferCallerPoll {
+			break
+		}
+	}
+	<-j.finished
+	j.release()
+}
+
+func (j *inferJob) work() {
+	w := int(j.slots.Add(1) - 1)
+	for {
+		i := j.next.Add(1) - 1
+		if i >= j.n {
+			return
+		}
+		j.r.runTask(w, int(i))
+		if j.done.Add(1) == j.n {
+			j.finished <- struct{}{}
+		}
+	}
+}
+
+func (j *inferJob) release() {
+	if j.refs.Add(-1) == 0 {
+		j.r = nil
+		inferJobs.Put(j)
+	}
+}
+
+func startHelpers(n int) {
+	n = min(n, inferMaxHelpers)
+	inferHelpers.mu.Lock()
+	if inferHelpers.queue == nil {
+		inferHelpers.queue = make(chan *inferJob, inferMaxHelpers)
+	}
+	for inferHelpers.started < n {
+		inferHelpers.started++
+		go inferHelper(inferHelpers.queue)
+	}
+	inferHelpers.mu.Unlock()
+}
+
+func inferHelper(queue chan *inferJob) {
+	for j := range queue {
+		for j != nil {
+			j.work()
+			j.release()
+			j = pollJob(queue)
+		}
+	}
+}
+
+// pollJob waits up to inferHelperPoll for a job from queue.
+func pollJob(queue chan *inferJob) *inferJob {
+	start := time.Now()
+	last := start
+	for i := 1; ; i++ {
+		select {
+		case j := <-queue:
+			return j
+		default:
+		}
+		if i%64 == 0 {
+			now := time.Now()
+			if now.Sub(start) > inferHelperPoll {
+				return nil
+			}
+			if now.Sub(last) > inferHelperYield {
+				runtime.Gosched()
+				last = now
+			}
+		}
+	}
 }

@@ -59,6 +59,7 @@ type Model struct {
 	ws      trainWorkspace
 	version uint64 // bumped by every optimizer update
 	pcache  prefixCache
+	infer   inferWeights // packed copies of the weights for Sample and Score (infer.go)
 }
 
 // New builds a model with deterministic random weights drawn from a PCG

@@ -14,12 +14,13 @@ const DefaultPrefixCacheBytes = 64 << 20
 // multi-turn episode, whose prompt is the previous prompt plus the reply plus
 // the new observation — recomputes only the new tail. Reuse is exact: the
 // cached keys and values are the ones a fresh prefill would compute, bit for
-// bit (see attendRow and gemm.go).
+// bit (see attendBlock and gemm.go).
 //
 // Entries are tied to the parameters they were computed with. AdamW.Update
 // bumps the model's version, and a checksum of a sample of the parameters
-// catches other writes; either clears the cache. Code that edits a few
-// parameters by hand should call Model.ClearPrefixCache.
+// catches other writes; either clears the cache (and makes inference repack
+// the weights, see inferWeights). Code that edits a few parameters by hand
+// should call Model.ClearPrefixCache.
 type prefixCache struct {
 	mu      sync.Mutex
 	limit   int // budget in bytes of storage (capacity) held by entries
@@ -56,13 +57,15 @@ func (m *Model) SetPrefixCache(maxBytes int) {
 	p.evict()
 }
 
-// ClearPrefixCache drops every cached prefix. Call it after changing
-// parameters other than through AdamW.Update or loading.
+// ClearPrefixCache drops every cached prefix, and the copy of the weights
+// that Sample and Score compute with. Call it after changing parameters
+// other than through AdamW.Update or loading.
 func (m *Model) ClearPrefixCache() {
 	p := &m.pcache
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.clear()
+	m.dropPacked()
 }
 
 // PrefixCacheStats returns the prefix cache counters.

@@ -5,10 +5,15 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/agentrl/agentrl/internal/simd"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentrl/agentrl/internal/simd"
 )
 
 // SampleRequest is one generation request.
@@ -85,7 +90,6 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 			return nil, err
 		}
 	}
-	st := m.newInferState()
 	ss := make([]*sampler, len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
@@ -105,20 +109,21 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 			ss[i].out.FinishReason = FinishLength
 		}
 	}
-	v := m.cfg.Vocab
 
 	// Identical prompts (the K samples of a GRPO group) are prefilled once;
 	// their cache becomes the read-only ancestor of each member's own cache.
 	// A prompt that starts with a sequence seen by an earlier Sample (the
 	// previous turns of a conversation) reuses its cache from the prefix
-	// cache and prefills only the rest. attendRow treats a chain of caches
-	// exactly like one contiguous cache, so none of this changes a result.
+	// cache and prefills only the rest. Attention treats a chain of caches
+	// exactly like one contiguous cache (see attendBlock), so none of this
+	// changes a result.
 	type prompt struct {
 		cache   *kvCache
 		tokens  []int // the part to prefill
 		members []int
 	}
 	sig := m.paramSignature()
+	st := m.newInferStateSig(sig)
 	var prompts []*prompt
 	byKey := map[string]*prompt{}
 	for i := range reqs {
@@ -134,7 +139,8 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 		p.members = append(p.members, i)
 	}
 
-	// Prefill in chunks of whole prompts, then sample each request's first token.
+	// Prefill in chunks of whole prompts, then sample each request's first
+	// token (on the inference goroutines, each request by one of them).
 	var caches []*kvCache
 	var toks []int32
 	var rows []int
@@ -152,45 +158,28 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		st.step(caches, toks)
-		logits := st.logitsFor(rows)
-		for k := lo; k < hi; k++ {
-			for _, i := range prompts[k].members {
-				ss[i].cache = newKVCache(m, reqs[i].MaxNewTokens, prompts[k].cache.ref())
+		chunk := prompts[lo:hi]
+		st.forward(caches, toks, rows, func(k int, z []float32) {
+			p := chunk[k]
+			for _, i := range p.members {
+				ss[i].cache = newKVCache(m, reqs[i].MaxNewTokens, p.cache.ref())
 				if !ss[i].done {
-					ss[i].emit(logits[(k-lo)*v : (k-lo+1)*v])
+					ss[i].emit(z)
 				}
 			}
-		}
+		})
 		lo = hi
 	}
 
-	// Decode: one token per unfinished request per step.
-	active := make([]*sampler, 0, len(ss))
-	for {
-		active = active[:0]
-		for _, s := range ss {
-			if !s.done {
-				active = append(active, s)
-			}
+	// Decode.
+	var live []*sampler
+	for _, s := range ss {
+		if !s.done {
+			live = append(live, s)
 		}
-		if len(active) == 0 {
-			break
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		caches, toks, rows = caches[:0], toks[:0], rows[:0]
-		for i, s := range active {
-			caches = append(caches, s.cache)
-			toks = append(toks, int32(s.out.Tokens[len(s.out.Tokens)-1]))
-			rows = append(rows, i)
-		}
-		st.step(caches, toks)
-		logits := st.logitsFor(rows)
-		for i, s := range active {
-			s.emit(logits[i*v : (i+1)*v])
-		}
+	}
+	if err := st.decode(ctx, live); err != nil {
+		return nil, err
 	}
 	res := make([]SampleResult, len(ss))
 	for i, s := range ss {
@@ -201,6 +190,417 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 		m.pcache.put(sig, toks[:s.cache.length()], s.cache.ref())
 	}
 	return res, nil
+}
+
+// decoder runs the decoding of Sample: every unfinished request advances
+// one token per round until it stops. The requests are cut into units
+// that each run their rounds independently of the others, so that no
+// goroutine waits for another at the end of a round. A round of a unit is
+// a sequence of stages that alternate between computation (GEMMs and row
+// kernels; the last one samples the unit's next tokens) and attention over
+// the KV caches.
+//
+// Attention streams the caches from memory, and one core of a small
+// machine already saturates memory bandwidth with it, while the
+// computation runs from the weights, which fit in a core's cache, unless
+// attention streams through that cache too. So the goroutines take roles:
+// attention goroutines run the attention stages and computing goroutines
+// the computation, each unit's stages passing from one to the other in
+// a pipeline; a goroutine takes the other role's stages only when that
+// role has no goroutine, or when it has waited for work of its own for a
+// while.
+//
+// The rows of the inference state are shared out: unit u's active
+// requests are rows [lo, lo+len(active)).
+type decoder struct {
+	st      *inferState
+	ctx     context.Context
+	units   []decodeUnit
+	mu      sync.Mutex
+	live    int    // units not finished
+	joined  int    // goroutines that joined
+	present [2]int // goroutines in runTask, by role
+	seq     int64  // stages finished
+	changed atomic.Int64
+	err     error
+}
+
+type decodeUnit struct {
+	lo      int
+	active  []*sampler
+	stage   int   // next stage, see runStage
+	ready   int64 // seq when the stage became ready
+	running bool
+	done    bool
+}
+
+// Roles of the decoding goroutines.
+const (
+	roleAttend = iota
+	roleCompute
+)
+
+// decodeMinRows is the fewest requests a decoding unit is given when there
+// are enough of them, decodeUnitsPer the number of units per goroutine.
+const (
+	decodeMinRows  = 4
+	decodeUnitsPer = 2
+)
+
+// teamMaxRows is the largest batch decoded by a team (measured: up to 16
+// requests a team is faster than units on two cores, from 32 on about as
+// fast, and units use more cores).
+const teamMaxRows = 16
+
+// decodeRoleWait is how long a goroutine waits for a stage of its own
+// role before it takes one of the other role.
+const decodeRoleWait = 50 * time.Microsecond
+
+// decode runs the decoding of the live requests, each of which has its
+// first token and its own cache: a batch of up to teamMaxRows requests in
+// a team (on two goroutines), a larger one in units (on all of them). It
+// returns ctx.Err() if ctx is cancelled.
+func (s *inferState) decode(ctx context.Context, live []*sampler) error {
+	n := len(live)
+	if n == 0 {
+		return nil
+	}
+	s.reserve(n)
+	if cap(s.dcaches) < n {
+		s.dcaches, s.dtoks = make([]*kvCache, n), make([]int32, n)
+	}
+	s.caches, s.toks = s.dcaches[:n], s.dtoks[:n]
+	dc := &decoder{st: s, ctx: ctx}
+	per := max(decodeMinRows, (n+decodeUnitsPer*s.nw-1)/(decodeUnitsPer*s.nw))
+	if n <= teamMaxRows && s.nw > 1 && s.teamable() {
+		per = n
+	}
+	for lo := 0; lo < n; lo += per {
+		dc.units = append(dc.units, decodeUnit{lo: lo, active: slices.Clone(live[lo:min(lo+per, n)])})
+	}
+	dc.live = len(dc.units)
+	switch {
+	case len(dc.units) == 1 && n <= teamMaxRows && s.nw > 1 && s.teamable():
+		runParallel(2, 2, &team{dc: dc})
+	case len(dc.units) == 1:
+		dc.runTask(0, 0)
+	default:
+		runParallel(s.nw, s.nw, dc)
+	}
+	s.caches, s.toks = nil, nil
+	return dc.err
+}
+
+// attendWorkers is the number of the nw decoding goroutines that take the
+// attention role: half of them, at least one.
+func attendWorkers(nw int) int { return max(1, nw/2) }
+
+// runTask runs stages until every unit is finished.
+func (dc *decoder) runTask(w, _ int) {
+	ws := dc.st.ws[w]
+	stages := 2*dc.st.m.cfg.Layers + 1
+	dc.mu.Lock()
+	role := roleCompute
+	if dc.joined < attendWorkers(dc.st.nw) {
+		role = roleAttend
+	}
+	dc.joined++
+	dc.present[role]++
+	dc.mu.Unlock()
+	var waiting time.Time
+	for {
+		dc.mu.Lock()
+		if dc.live == 0 {
+			dc.present[role]--
+			dc.mu.Unlock()
+			return
+		}
+		any := dc.present[1-role] == 0 || !waiting.IsZero() && time.Since(waiting) > decodeRoleWait
+		pick := -1
+		for i := range dc.units {
+			u := &dc.units[i]
+			if u.running || u.done || !any && (u.stage%2 == 1) != (role == roleAttend) {
+				continue
+			}
+			if pick < 0 || u.ready < dc.units[pick].ready {
+				pick = i
+			}
+		}
+		if pick < 0 {
+			if any && dc.live < dc.present[0]+dc.present[1] {
+				// Every live unit is running on another goroutine, and
+				// there are fewer of them than goroutines from now on.
+				dc.present[role]--
+				dc.mu.Unlock()
+				return
+			}
+			seen := dc.changed.Load()
+			dc.mu.Unlock()
+			if waiting.IsZero() {
+				waiting = time.Now()
+			}
+			for i := 0; dc.changed.Load() == seen; i++ {
+				if i%64 == 63 && time.Since(waiting) > decodeRoleWait {
+					break
+				}
+			}
+			continue
+		}
+		waiting = time.Time{}
+		u := &dc.units[pick]
+		u.running = true
+		dc.mu.Unlock()
+
+		dc.runStage(ws, u)
+
+		dc.mu.Lock()
+		u.running = false
+		u.stage = (u.stage + 1) % stages
+		dc.seq++
+		u.ready = dc.seq
+		if u.done {
+			dc.live--
+		}
+		dc.changed.Add(1)
+		dc.mu.Unlock()
+	}
+}
+
+// runStage runs the next stage of unit u: stage 0 feeds the requests' last
+// tokens and computes the input of layer 0, stage 2l+1 is the attention of
+// layer l, stage 2l (l ≥ 1) the rest of layer l-1 and the input of layer l
+// or, after the last layer, the logits and the next tokens.
+func (dc *decoder) runStage(ws *inferWorker, u *decodeUnit) {
+	s := dc.st
+	m := s.m
+	lo, hi := u.lo, u.lo+len(u.active)
+	switch k := u.stage; {
+	case k == 0:
+		if !dc.startRound(u) {
+			return
+		}
+		s.attnIn(0, lo, hi)
+	case k%2 == 1:
+		for r := lo; r < hi; r++ {
+			s.attendCache(ws, k/2, r, r+1)
+		}
+	default:
+		l := k / 2
+		s.attnOut(l-1, lo, hi)
+		if l < m.cfg.Layers {
+			s.attnIn(l, lo, hi)
+			return
+		}
+		s.final(lo, hi)
+		dc.endRound(u, s.logitsRange(ws, lo, hi))
+	}
+}
+
+// startRound feeds unit u's last tokens into its rows, or finishes the
+// unit if the context is cancelled; it reports whether the round runs.
+func (dc *decoder) startRound(u *decodeUnit) bool {
+	s := dc.st
+	m := s.m
+	d := m.cfg.DModel
+	if err := dc.ctx.Err(); err != nil {
+		dc.mu.Lock()
+		dc.err = err
+		dc.mu.Unlock()
+		u.done = true
+		return false
+	}
+	for i, sp := range u.active {
+		r, kc := u.lo+i, sp.cache
+		tok := sp.out.Tokens[len(sp.out.Tokens)-1]
+		s.caches[r], s.toks[r], s.pos[r] = kc, int32(tok), int32(kc.length())
+		copy(s.x[r*d:(r+1)*d], m.p.embed[tok*d:])
+		kc.n++
+	}
+	return true
+}
+
+// endRound samples the next token of each of unit u's requests from the
+// logits z of its rows and drops the finished requests.
+func (dc *decoder) endRound(u *decodeUnit, z []float32) {
+	v := dc.st.m.cfg.Vocab
+	keep := u.active[:0]
+	for i, sp := range u.active {
+		sp.emit(z[i*v : (i+1)*v])
+		if !sp.done {
+			keep = append(keep, sp)
+		}
+	}
+	u.active = keep
+	u.done = len(keep) == 0
+}
+
+// team decodes a single unit of requests (a batch of one to a few) on two
+// goroutines in lockstep: each computes its share of the columns of every
+// projection (one half of the packed weights, which then stays in its
+// core's cache) and the attention of its share of the heads, meeting at a
+// barrier wherever a result needs the other's share. The shares change
+// only which goroutine computes an element, not how. The first goroutine
+// decodes alone until the second arrives, which then joins at the start
+// of the next round.
+type team struct {
+	dc    *decoder
+	joins atomic.Int32
+	state atomic.Int32
+	bar   pairBarrier
+	stop  bool // set by member 0 before a barrier: the unit is finished
+}
+
+// States of a team.
+const (
+	teamWaiting = iota // member 0 decodes alone
+	teamJoined         // member 1 joined
+	teamDone           // the unit was finished before member 1 joined
+)
+
+// teamable reports whether every projection can be split in two at
+// multiples of simd.PackedColAlign.
+func (s *inferState) teamable() bool {
+	d, _, _, qkvd, f, v := s.m.dims()
+	a := simd.PackedColAlign
+	return s.fast && d >= 2*a && qkvd >= 2*a && v >= 2*a && f >= 2*a && f%a == 0
+}
+
+// share returns member c's share [j0, j1) of n columns (both members' when
+// c is -1).
+func share(n, c int) (int, int) {
+	a := simd.PackedColAlign
+	mid := min(n, (n/2+a-1)/a*a)
+	switch c {
+	case 0:
+		return 0, mid
+	case 1:
+		return mid, n
+	}
+	return 0, n
+}
+
+// headShare returns member c's share of n heads (all of them when c is -1).
+func headShare(n, c int) (int, int) {
+	switch c {
+	case 0:
+		return 0, (n + 1) / 2
+	case 1:
+		return (n + 1) / 2, n
+	}
+	return 0, n
+}
+
+func (t *team) runTask(w, _ int) {
+	ws := t.dc.st.ws[w]
+	u := &t.dc.units[0]
+	if t.joins.Add(1) > 1 {
+		if !t.state.CompareAndSwap(teamWaiting, teamJoined) {
+			return
+		}
+		for {
+			t.bar.wait(1)
+			if t.stop {
+				return
+			}
+			t.round(ws, u, 1)
+		}
+	}
+	for {
+		joined := t.state.Load() == teamJoined
+		if len(u.active) == 0 || !t.dc.startRound(u) {
+			if joined || !t.state.CompareAndSwap(teamWaiting, teamDone) {
+				t.stop = true
+				t.bar.wait(0)
+			}
+			return
+		}
+		c := -1
+		if joined {
+			t.bar.wait(0)
+			c = 0
+		}
+		t.round(ws, u, c)
+		t.dc.endRound(u, t.dc.st.logits)
+	}
+}
+
+// round runs member c's part of a round of unit u (the whole round when c
+// is -1), leaving the logits in s.logits.
+func (t *team) round(ws *inferWorker, u *decodeUnit, c int) {
+	s := t.dc.st
+	m := s.m
+	cfg := m.cfg
+	d, qd, _, qkvd, f, v := m.dims()
+	q0, q1 := share(qkvd, c)
+	o0, o1 := share(d, c)
+	f0, f1 := share(f, c)
+	v0, v1 := share(v, c)
+	g0, g1 := headShare(cfg.KVHeads, c)
+	sync := func() {
+		if c >= 0 {
+			t.bar.wait(c)
+		}
+	}
+	n := len(u.active)
+	ws.xn = grow(ws.xn, n*d)
+	if c <= 0 {
+		s.logits = grow(s.logits, n*v)
+	}
+	for l := 0; l < cfg.Layers; l++ {
+		p, pl := &m.p.layers[l], &s.w.layers[l]
+		// Both members norm the input, each into its own buffer.
+		for r := 0; r < n; r++ {
+			simd.RMSNorm(ws.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], p.attnNorm, cfg.NormEps)
+		}
+		s.qkvCols(l, 0, n, ws.xn, q0, q1)
+		sync()
+		s.headsIn(l, 0, n, g0, g1)
+		for r := 0; r < n; r++ {
+			s.attendHeads(ws, l, r, g0, g1)
+		}
+		sync()
+		s.gemmCols(s.x, s.att, n, qd, d, p.wo, &pl.o, o0, o1, true)
+		sync()
+		for r := 0; r < n; r++ {
+			simd.RMSNorm(ws.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], p.mlpNorm, cfg.NormEps)
+		}
+		s.gemmCols(s.gu, ws.xn, n, d, 2*f, p.wgu, &pl.gu, f0, f1, false)
+		s.gemmCols(s.gu, ws.xn, n, d, 2*f, p.wgu, &pl.gu, f+f0, f+f1, false)
+		for r := 0; r < n; r++ {
+			g := s.gu[r*2*f : (r+1)*2*f]
+			simd.SwiGLU(s.act[r*f+f0:r*f+f1], g[f0:f1], g[f+f0:f+f1])
+		}
+		sync()
+		s.gemmCols(s.x, s.act, n, f, d, p.wdown, &pl.down, o0, o1, true)
+		sync()
+	}
+	for r := 0; r < n; r++ {
+		simd.RMSNorm(ws.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], m.p.finalNorm, cfg.NormEps)
+	}
+	s.gemmCols(s.logits, ws.xn, n, d, v, m.head(), &s.w.head, v0, v1, false)
+	sync()
+}
+
+// pairBarrier is a barrier for the two members of a team, who spin while
+// they wait (the wait is short and waking a parked goroutine is not),
+// yielding the processor now and then in case the other is not running.
+// Each member counts the barriers it reached on a cache line of its own
+// and waits until the other's count has caught up.
+type pairBarrier struct {
+	reached [2]struct {
+		n atomic.Int64
+		_ [56]byte
+	}
+}
+
+func (b *pairBarrier) wait(c int) {
+	n := b.reached[c].n.Add(1)
+	other := &b.reached[1-c].n
+	for i := 1; other.Load() < n; i++ {
+		if i%(1<<12) == 0 {
+			runtime.Gosched()
+		}
+	}
 }
 
 // tokenKey returns a map key identifying a token sequence.

@@ -42,8 +42,6 @@ func (m *Model) Score(ctx context.Context, reqs []ScoreRequest) ([][][]float32, 
 			}
 		}
 	}
-	st := m.newInferState()
-	v := m.cfg.Vocab
 	out := make([][][]float32, len(reqs))
 	prompts := make([]*kvCache, len(reqs))
 	var caches []*kvCache
@@ -54,6 +52,7 @@ func (m *Model) Score(ctx context.Context, reqs []ScoreRequest) ([][][]float32, 
 	// prompts of the rollouts being scored), then score each continuation's
 	// first token from the prompt's last position.
 	sig := m.paramSignature()
+	st := m.newInferStateSig(sig)
 	tails := make([][]int, len(reqs))
 	for i, r := range reqs {
 		ref, reused := m.pcache.lookup(sig, r.Prompt)
@@ -74,10 +73,9 @@ func (m *Model) Score(ctx context.Context, reqs []ScoreRequest) ([][][]float32, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		st.step(caches, toks)
-		logits := st.logitsFor(rows)
-		for i := lo; i < hi; i++ {
-			z := logits[(i-lo)*v : (i-lo+1)*v]
+		first := lo
+		st.forward(caches, toks, rows, func(k int, z []float32) {
+			i := first + k
 			lse := simd.LogSumExp(z)
 			out[i] = make([][]float32, len(reqs[i].Continuations))
 			for j, c := range reqs[i].Continuations {
@@ -86,7 +84,7 @@ func (m *Model) Score(ctx context.Context, reqs []ScoreRequest) ([][][]float32, 
 					out[i][j][0] = z[c[0]] - lse
 				}
 			}
-		}
+		})
 		lo = hi
 	}
 
@@ -121,13 +119,8 @@ func (m *Model) Score(ctx context.Context, reqs []ScoreRequest) ([][][]float32, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		st.step(caches, toks)
-		logits := st.logitsFor(rows)
-		parallelRows(len(rows), v, func(a, b int) {
-			for r := a; r < b; r++ {
-				z := logits[r*v : (r+1)*v]
-				*dest[r] = z[targets[r]] - simd.LogSumExp(z)
-			}
+		st.forward(caches, toks, rows, func(r int, z []float32) {
+			*dest[r] = z[targets[r]] - simd.LogSumExp(z)
 		})
 		lo = hi
 	}
