@@ -34,7 +34,7 @@ import (
 // computing it.
 type gemmJob struct {
 	op     gemmOp
-	fn     func(worker, i int) // a Parallel loop instead of a product
+	loopT  Tasks // a Parallel loop instead of a product
 	tasks  int64
 	ranges []atomic.Int64 // blocks claimed in each range
 	slots  atomic.Int32   // goroutines that joined
@@ -78,7 +78,7 @@ func (j *gemmJob) work() {
 			}
 		}
 	}
-	if j.fn != nil {
+	if j.loopT != nil {
 		j.loop(slot)
 		return
 	}
@@ -92,7 +92,7 @@ func (j *gemmJob) work() {
 
 // loop runs the iterations of a Parallel loop.
 func (j *gemmJob) loop(slot int) {
-	j.claim(slot, func(t int64) { j.fn(slot, int(t)) })
+	j.claim(slot, func(t int64) { j.loopT.RunTask(slot, int(t)) })
 }
 
 // claim runs do for every task not yet claimed, this goroutine's own range
@@ -118,7 +118,7 @@ func (j *gemmJob) claim(slot int, do func(t int64)) {
 // release drops a reference to j, recycling it after the last one.
 func (j *gemmJob) release() {
 	if j.refs.Add(-1) == 0 {
-		j.op, j.fn = gemmOp{}, nil
+		j.op, j.loopT = gemmOp{}, nil
 		jobPool.Put(j)
 	}
 }
@@ -194,25 +194,44 @@ func poll(queue chan *gemmJob) *gemmJob {
 	}
 }
 
+// Tasks is a loop body for ParallelTasks: RunTask(worker, i) runs
+// iteration i on the goroutine with slot worker.
+type Tasks interface {
+	RunTask(worker, i int)
+}
+
+// funcTasks adapts a function to Tasks (a func value fits in an interface
+// without allocating).
+type funcTasks func(worker, i int)
+
+func (f funcTasks) RunTask(worker, i int) { f(worker, i) }
+
 // Parallel runs fn(worker, i) for every i in [0, n) on up to workers
 // goroutines, the caller and the helper goroutines that run parallel
 // GEMMs, and returns when all are done. worker is in [0, workers) and
 // distinct among the goroutines running at once, so it can index
 // per-worker scratch space. Each goroutine first works through a
-// contiguous range of i, then helps with the others. Using the GEMMs'
-// goroutines for the work between products keeps them polling rather than
-// parked across a sequence of kernels, which saves their wake-up (about
-// 0.1 ms on virtual machines) at every product. With workers ≤ 1 or n ≤ 1
-// it runs inline.
+// contiguous range of i, then helps with the others; a goroutine may also
+// find nothing left to do, so iterations must not wait for one another.
+// Using the GEMMs' goroutines for the work between products keeps them
+// polling rather than parked across a sequence of kernels, which saves
+// their wake-up (about 0.1 ms on virtual machines) at every product. With
+// workers ≤ 1 or n ≤ 1 it runs inline.
 func Parallel(workers, n int, fn func(worker, i int)) {
+	ParallelTasks(workers, n, funcTasks(fn))
+}
+
+// ParallelTasks is Parallel with the body as an interface value, for hot
+// loops that must not allocate a closure per call.
+func ParallelTasks(workers, n int, t Tasks) {
 	workers = min(workers, n, runtime.GOMAXPROCS(0))
 	if workers <= 1 {
 		for i := range n {
-			fn(0, i)
+			t.RunTask(0, i)
 		}
 		return
 	}
-	startJob(nil, fn, workers, 0, n)
+	startJob(nil, t, workers, 0, n)
 }
 
 // parallelTasks packs B in packTasks groups, if any, and computes the
@@ -221,14 +240,14 @@ func parallelTasks(g *gemmOp, workers, packTasks, tasks int) {
 	startJob(g, nil, workers, packTasks, tasks)
 }
 
-// startJob runs a product (g) or a loop (fn) on workers goroutines.
-func startJob(g *gemmOp, fn func(worker, i int), workers, packTasks, tasks int) {
+// startJob runs a product (g) or a loop (t) on workers goroutines.
+func startJob(g *gemmOp, t Tasks, workers, packTasks, tasks int) {
 	ensureHelpers(workers - 1)
 	j := jobPool.Get().(*gemmJob)
 	if g != nil {
 		j.op = *g
 	}
-	j.fn = fn
+	j.loopT = t
 	j.tasks = int64(tasks)
 	if cap(j.ranges) < workers {
 		j.ranges = make([]atomic.Int64, workers)

@@ -2,11 +2,9 @@ package native
 
 import (
 	"math"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/agentrl/agentrl/internal/simd"
 )
@@ -181,7 +179,7 @@ type inferWorker struct {
 	logits []float32
 }
 
-// Phases of runTask.
+// Phases of RunTask.
 const (
 	phaseUnits = iota
 	phaseIn
@@ -268,11 +266,11 @@ func (s *inferState) forward(caches []*kvCache, toks []int32, sel []int, consume
 	case s.nw == 1 || n <= serialRows && len(s.units) == 1:
 		s.phase = phaseUnits
 		for i := range s.units {
-			s.runTask(0, i)
+			s.RunTask(0, i)
 		}
 	case len(s.units) > 1 && (biggest <= unitMaxRows || biggest*s.nw <= 2*n):
 		s.phase = phaseUnits
-		runParallel(s.nw, len(s.units), s)
+		simd.ParallelTasks(s.nw, len(s.units), s)
 	default:
 		s.layerByLayer(n)
 	}
@@ -332,18 +330,18 @@ func (s *inferState) layerByLayer(n int) {
 	for l := 0; l < s.m.cfg.Layers; l++ {
 		s.layer = l
 		s.phase = phaseIn
-		runParallel(s.nw, chunks, s)
+		simd.ParallelTasks(s.nw, chunks, s)
 		s.phase = phaseAttn
-		runParallel(s.nw, len(s.blocks)*kvh, s)
+		simd.ParallelTasks(s.nw, len(s.blocks)*kvh, s)
 		s.phase = phaseOut
-		runParallel(s.nw, chunks, s)
+		simd.ParallelTasks(s.nw, chunks, s)
 	}
 	s.phase = phaseFinal
-	runParallel(s.nw, chunks, s)
+	simd.ParallelTasks(s.nw, chunks, s)
 }
 
-// runTask runs task i of the current phase on worker w.
-func (s *inferState) runTask(w, i int) {
+// RunTask runs task i of the current phase on worker w.
+func (s *inferState) RunTask(w, i int) {
 	ws := s.ws[w]
 	n := len(s.toks)
 	switch s.phase {
@@ -563,7 +561,7 @@ func (s *inferState) logitsFor(rows []int) []float32 {
 	s.sel = rows
 	s.chunk = max(32, (len(rows)+2*s.nw-1)/(2*s.nw))
 	s.phase = phaseLogits
-	runParallel(s.nw, (len(rows)+s.chunk-1)/s.chunk, s)
+	simd.ParallelTasks(s.nw, (len(rows)+s.chunk-1)/s.chunk, s)
 	s.sel = nil
 	return s.logits[:len(rows)*v]
 }
@@ -689,147 +687,6 @@ func (s *inferState) attendRows(sc []float32, lds, l int, kc *kvCache, lo, hi, g
 		if upto > done {
 			simd.AttnAccum(nrows-r, upto-done, hd, sc[r*lds+kc.start+done:], lds, v[done*hd:], hd, 0, o[r*ldo:], ldo)
 			done = upto
-		}
-	}
-}
-
-// Parallel inference runs on long-lived goroutines, so that the many short
-// steps of decoding neither allocate nor wait for goroutines to start. A
-// caller queues its job for up to workers-1 helpers and works on it too;
-// tasks are claimed from a counter (which goroutine runs a task changes
-// none of its bits). Waking a parked goroutine can take longer than a
-// decoding step on a virtual machine, so helpers poll for the next job for
-// a while before they park, and the caller polls for the last tasks
-// before it blocks (as simd's GEMM helpers do).
-
-// taskRunner runs task i of a job on worker slot w.
-type taskRunner interface{ runTask(w, i int) }
-
-type inferJob struct {
-	r        taskRunner
-	n        int64
-	next     atomic.Int64 // tasks claimed
-	done     atomic.Int64 // tasks finished
-	slots    atomic.Int32 // goroutines that joined
-	refs     atomic.Int32 // the caller and the queued copies
-	finished chan struct{}
-}
-
-var inferJobs = sync.Pool{New: func() any { return &inferJob{finished: make(chan struct{}, 1)} }}
-
-var inferHelpers struct {
-	mu      sync.Mutex
-	started int
-	queue   chan *inferJob
-}
-
-const (
-	inferMaxHelpers  = 256
-	inferHelperPoll  = 200 * time.Microsecond
-	inferHelperYield = 50 * time.Microsecond
-	inferCallerPoll  = 100 * time.Microsecond
-)
-
-// runParallel runs r.runTask(w, i) for i in [0, n) on up to workers
-// goroutines (the caller's included), w being a slot in [0, workers)
-// unique among the goroutines running at once.
-func runParallel(workers, n int, r taskRunner) {
-	workers = min(workers, n)
-	if workers <= 1 {
-		for i := 0; i < n; i++ {
-			r.runTask(0, i)
-		}
-		return
-	}
-	startHelpers(workers - 1)
-	j := inferJobs.Get().(*inferJob)
-	j.r, j.n = r, int64(n)
-	j.next.Store(0)
-	j.done.Store(0)
-	j.slots.Store(0)
-	j.refs.Store(1)
-	for i := 0; i < workers-1; i++ {
-		j.refs.Add(1)
-		select {
-		case inferHelpers.queue <- j:
-		default:
-			j.refs.Add(-1)
-		}
-	}
-	j.work()
-	start := time.Now()
-	for i := 1; j.done.Load() < j.n; i++ {
-		if i%64 == 0 && time.Since(start) > inferCallerPoll {
-			break
-		}
-	}
-	<-j.finished
-	j.release()
-}
-
-func (j *inferJob) work() {
-	w := int(j.slots.Add(1) - 1)
-	for {
-		i := j.next.Add(1) - 1
-		if i >= j.n {
-			return
-		}
-		j.r.runTask(w, int(i))
-		if j.done.Add(1) == j.n {
-			j.finished <- struct{}{}
-		}
-	}
-}
-
-func (j *inferJob) release() {
-	if j.refs.Add(-1) == 0 {
-		j.r = nil
-		inferJobs.Put(j)
-	}
-}
-
-func startHelpers(n int) {
-	n = min(n, inferMaxHelpers)
-	inferHelpers.mu.Lock()
-	if inferHelpers.queue == nil {
-		inferHelpers.queue = make(chan *inferJob, inferMaxHelpers)
-	}
-	for inferHelpers.started < n {
-		inferHelpers.started++
-		go inferHelper(inferHelpers.queue)
-	}
-	inferHelpers.mu.Unlock()
-}
-
-func inferHelper(queue chan *inferJob) {
-	for j := range queue {
-		for j != nil {
-			j.work()
-			j.release()
-			j = pollJob(queue)
-		}
-	}
-}
-
-// pollJob waits up to inferHelperPoll for a job from queue.
-func pollJob(queue chan *inferJob) *inferJob {
-	start := time.Now()
-	last := start
-	for i := 1; ; i++ {
-		select {
-		case j := <-queue:
-			return j
-		default:
-		}
-		if i%64 == 0 {
-			now := time.Now()
-			if now.Sub(start) > inferHelperPoll {
-				return nil
-			}
-			if now.Sub(last) > inferHelperYield {
-				runtime.Gosched()
-				last = now
-			}
 		}
 	}
 }

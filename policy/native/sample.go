@@ -219,7 +219,7 @@ type decoder struct {
 	mu      sync.Mutex
 	live    int    // units not finished
 	joined  int    // goroutines that joined
-	present [2]int // goroutines in runTask, by role
+	present [2]int // goroutines in RunTask, by role
 	seq     int64  // stages finished
 	changed atomic.Int64
 	err     error
@@ -281,11 +281,11 @@ func (s *inferState) decode(ctx context.Context, live []*sampler) error {
 	dc.live = len(dc.units)
 	switch {
 	case len(dc.units) == 1 && n <= teamMaxRows && s.nw > 1 && s.teamable():
-		runParallel(2, 2, &team{dc: dc})
+		simd.ParallelTasks(2, 2, &team{dc: dc})
 	case len(dc.units) == 1:
-		dc.runTask(0, 0)
+		dc.RunTask(0, 0)
 	default:
-		runParallel(s.nw, s.nw, dc)
+		simd.ParallelTasks(s.nw, s.nw, dc)
 	}
 	s.caches, s.toks = nil, nil
 	return dc.err
@@ -295,8 +295,8 @@ func (s *inferState) decode(ctx context.Context, live []*sampler) error {
 // attention role: half of them, at least one.
 func attendWorkers(nw int) int { return max(1, nw/2) }
 
-// runTask runs stages until every unit is finished.
-func (dc *decoder) runTask(w, _ int) {
+// RunTask runs stages until every unit is finished.
+func (dc *decoder) RunTask(w, _ int) {
 	ws := dc.st.ws[w]
 	stages := 2*dc.st.m.cfg.Layers + 1
 	dc.mu.Lock()
@@ -490,7 +490,7 @@ func headShare(n, c int) (int, int) {
 	return 0, n
 }
 
-func (t *team) runTask(w, _ int) {
+func (t *team) RunTask(w, _ int) {
 	ws := t.dc.st.ws[w]
 	u := &t.dc.units[0]
 	if t.joins.Add(1) > 1 {
