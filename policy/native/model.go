@@ -209,7 +209,10 @@ func (m *Model) Config() Config { return m.cfg }
 // SetKernels replaces the numeric backend (the default is &CPU{}).
 func (m *Model) SetKernels(k Kernels) { m.kern = k }
 
-// Params returns the flat parameter vector. Writing to it changes the model.
+// Params returns the flat parameter vector. Writing to it changes the model
+// for Forward at once; Sample and Score compute from a cached copy of the
+// weights (and reuse cached prefixes), so after writing parameters other
+// than through AdamW.Update call ClearPrefixCache.
 func (m *Model) Params() []float32 { return m.params }
 
 // Grads returns the flat gradient vector, laid out like Params. Backward adds
