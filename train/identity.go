@@ -174,9 +174,9 @@ func (id runIdentity) mismatch(recorded runIdentity, dir string) error {
 	if len(diffs) > most {
 		diffs = append(diffs[:most], fmt.Sprintf("and %d more", len(diffs)-most))
 	}
-	return fmt.Errorf("%w: %s was written by another run (env %s there, %s here):\n  %s\n"+
+	return fmt.Errorf("%s: %w (env %s there, %s here); the settings that differ:\n  %s\n"+
 		"Start this run elsewhere with -out DIR (or -set run.out=DIR), or replace the run in %s with -set checkpoint.resume=false",
-		ErrRunMismatch, dir, recorded.Env, id.Env, strings.Join(diffs, "\n  "), dir)
+		dir, ErrRunMismatch, recorded.Env, id.Env, strings.Join(diffs, "\n  "), dir)
 }
 
 // readIdentity reads a recorded identity; ok is false when there is none.
