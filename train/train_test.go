@@ -9,12 +9,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	_ "github.com/agentrl/agentrl/envs/sokoban"
+	"github.com/agentrl/agentrl/internal/simd"
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/policy/tokenizer"
 	"github.com/agentrl/agentrl/rollout"
@@ -470,5 +472,48 @@ func TestWarmStartIsStepBudgeted(t *testing.T) {
 	capped, logs := warm("c", true, "warm_start.max_duration=5m")
 	if slices.Equal(fast, capped) || !strings.Contains(logs, "max_duration reached") {
 		t.Errorf("a binding max_duration neither stopped the warm start early nor warned:\n%s", logs)
+	}
+}
+
+// TestSameRunOnEveryKernelPath: the same config and seed give the same
+// metrics, bit for bit, on the AVX2 and the AVX-512 kernels and on one or
+// two cores, warm start included: a run is reproducible on any x86-64
+// machine with AVX2.
+func TestSameRunOnEveryKernelPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := t.TempDir()
+	run := func(name string, level simd.Level, procs int) []map[string]float64 {
+		prev := simd.SetLevel(level)
+		defer simd.SetLevel(prev)
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+		out := filepath.Join(dir, name)
+		tr, err := New(tinyConfig(t, out, 2, "warm_start.cache_dir="+filepath.Join(dir, "cache-"+name)), quietOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := ReadMetrics(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	want := run("reference", simd.Hardware(), 2)
+	other := simd.Hardware()
+	if other == simd.AVX512 {
+		other = simd.AVX2 // the other SIMD path, where the machine has both
+	}
+	got := run("other", other, 1)
+	if len(got) != len(want) {
+		t.Fatalf("%d metrics rows, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !sameMetrics(want[i], got[i]) {
+			t.Errorf("step %v differs between %v on 2 cores and %v on 1:\n%v\n%v", want[i]["step"], simd.Hardware(), other, want[i], got[i])
+		}
 	}
 }
