@@ -50,6 +50,7 @@ func newRate(step int, p float64, n int) Rate {
 	return Rate{Step: step, Success: &p, Low: &lo, High: &hi}
 }
 
+// String formats the rate with its interval, or n/a when not measured.
 func (r Rate) String() string {
 	if r.Success == nil {
 		return "n/a"
