@@ -87,6 +87,16 @@ type Expert interface {
 	Advise(maxActions int, rng *rand.Rand) (Advice, error)
 }
 
+// RandomActor is implemented by environments whose actions are structured
+// text rather than a fixed vocabulary (equations, searches and clicks): it
+// draws one uniformly random well-formed action for the current state, so
+// that a random-policy baseline plays the task rather than typing noise.
+// Environments with a vocabulary (Actions) need not implement it. It does
+// not change the environment's state.
+type RandomActor interface {
+	RandomAction(rng *rand.Rand) (string, error)
+}
+
 // LevelLoader is implemented by environments whose episodes can start from a
 // level written as text (a Sokoban board, a FrozenLake map).
 type LevelLoader interface {

@@ -141,6 +141,13 @@ type ValidationConfig struct {
 	Levels int `yaml:"levels"`
 	// SeedBase is where validation seeds start.
 	SeedBase uint64 `yaml:"seed_base"`
+	// Samples is the number of episodes played on each validation level
+	// (an environment with few distinct levels, such as the bandit,
+	// validates on all of them several times).
+	Samples int `yaml:"samples"`
+	// EnvConfig, when set, overrides keys of env.config for validation
+	// only: for example the bandit's held-out name pairs (split: test).
+	EnvConfig yaml.Node `yaml:"env_config"`
 	// Temperature for validation sampling.
 	Temperature float64 `yaml:"temperature"`
 }
@@ -202,7 +209,7 @@ func Default() Config {
 			WeightDecay: 0, GradClip: 1, Epochs: 1, MiniBatch: 64},
 		Filter:     FilterConfig{FilterConfig: algos.RecommendedFilterConfig(), EmptyStopSteps: 5, MaxSampleRounds: 3},
 		Collapse:   CollapseConfig{Every: 5, Samples: 64, FirstTurn: true, Trajectory: true},
-		Validation: ValidationConfig{Every: 10, Levels: 256, SeedBase: 1 << 40, Temperature: 1},
+		Validation: ValidationConfig{Every: 10, Levels: 256, SeedBase: 1 << 40, Samples: 1, Temperature: 1},
 		WarmStart: WarmStartConfig{Enabled: true, Episodes: 6000, Perturb: 0.1, Rationale: "brief",
 			Steps: DefaultWarmStartSteps, Batch: 16, LR: 3e-3, CacheDir: "runs/cache"},
 		Checkpoint: CheckpointConfig{Every: 10, Resume: true},
@@ -329,6 +336,7 @@ func (c *Config) Validate() error {
 	check(c.Validation.Every >= 0, "validation.every: must be >= 0, got %d", c.Validation.Every)
 	check(c.Validation.Every == 0 || c.Validation.Levels >= 1, "validation.levels: must be at least 1, got %d", c.Validation.Levels)
 	check(c.Validation.Temperature >= 0, "validation.temperature: must be >= 0, got %v", c.Validation.Temperature)
+	check(c.Validation.Samples >= 1, "validation.samples: must be at least 1, got %d", c.Validation.Samples)
 	if c.WarmStart.Enabled {
 		check(c.WarmStart.Episodes >= 1, "warm_start.episodes: must be at least 1, got %d", c.WarmStart.Episodes)
 		check(c.WarmStart.Perturb >= 0 && c.WarmStart.Perturb < 1, "warm_start.perturb: must be in [0, 1), got %v", c.WarmStart.Perturb)

@@ -48,7 +48,7 @@ type runIdentity struct {
 var identityKeys = []string{
 	"env", "rollout", "model", "algo", "filter", "warm_start",
 	"run.seed", "run.groups", "run.group_size", "run.train_seed_base",
-	"validation.levels", "validation.seed_base", "validation.temperature",
+	"validation.levels", "validation.seed_base", "validation.temperature", "validation.samples", "validation.env_config",
 }
 
 // notIdentity are keys inside identifying sections that do not change

@@ -22,8 +22,11 @@ type Summary struct {
 	Status   string  `json:"status"` // finished, stopped early: …, interrupted
 	Steps    int     `json:"steps"`  // RL steps completed
 	WallTime float64 `json:"wall_time_s"`
-	// ValidationLevels is the number of held-out levels behind each rate.
-	ValidationLevels int `json:"validation_levels"`
+	// ValidationLevels is the number of held-out levels, and
+	// ValidationSamples the episodes played on each (the random baseline
+	// plays each level once).
+	ValidationLevels  int `json:"validation_levels"`
+	ValidationSamples int `json:"validation_samples"`
 	// Random, WarmStart, Best and Final are validation success rates (NaN,
 	// written as null, when not measured).
 	Random     Rate   `json:"random"`
@@ -53,7 +56,7 @@ func newRate(step int, p float64, n int) Rate {
 // String formats the rate with its interval, or n/a when not measured.
 func (r Rate) String() string {
 	if r.Success == nil {
-		return "n/a"
+		return "n/a (not measured)"
 	}
 	return fmt.Sprintf("%.3f  [%.3f, %.3f]", *r.Success, *r.Low, *r.High)
 }
@@ -65,9 +68,10 @@ func (s *session) summary(wall time.Duration, status string) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	n := len(s.valSeeds)
-	sum := Summary{Status: status, Steps: s.state.Step, WallTime: wall.Seconds(), ValidationLevels: n,
-		Random: newRate(0, s.state.RandomValSuccess, n), WarmStart: newRate(0, s.state.WarmStartValSuccess, n),
+	levels, samples := len(s.valSeeds), s.cfg.Validation.Samples
+	n := levels * samples
+	sum := Summary{Status: status, Steps: s.state.Step, WallTime: wall.Seconds(), ValidationLevels: levels, ValidationSamples: samples,
+		Random: newRate(0, s.state.RandomValSuccess, levels), WarmStart: newRate(0, s.state.WarmStartValSuccess, n),
 		Best: Rate{}, Final: Rate{}, RunDir: s.cfg.Run.Out, Checkpoint: filepath.Join(s.cfg.Run.Out, checkpointsDir, latestCheckpoint)}
 	best, bestStep, final, finalStep := math.NaN(), 0, math.NaN(), 0
 	for _, r := range rows {
@@ -99,7 +103,11 @@ func (s *session) summarize(wall time.Duration, status string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nrun %s after %d of %d steps, %s\n", status, sum.Steps, s.cfg.Run.Steps, wall.Round(time.Second))
 	if sum.ValidationLevels > 0 {
-		fmt.Fprintf(&b, "validation success on %d held-out levels (95%% interval):\n", sum.ValidationLevels)
+		episodes := fmt.Sprintf("%d held-out levels", sum.ValidationLevels)
+		if sum.ValidationSamples > 1 {
+			episodes += fmt.Sprintf(" × %d episodes", sum.ValidationSamples)
+		}
+		fmt.Fprintf(&b, "validation success on %s (95%% interval):\n", episodes)
 		for _, r := range []struct {
 			label string
 			rate  Rate

@@ -30,14 +30,13 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/agentrl/agentrl/algos"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/internal/atomicdir"
 	"github.com/agentrl/agentrl/internal/runlock"
-	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/internal/yamlpath"
 	"github.com/agentrl/agentrl/policy/native"
 	"github.com/agentrl/agentrl/rollout"
 )
@@ -61,6 +60,7 @@ type Trainer struct {
 	console    io.Writer
 	configPath string
 	factory    *envs.Factory
+	valFactory *envs.Factory    // the validation environment (env.config with validation.env_config over it)
 	now        func() time.Time // the clock; only logs and timings read it
 
 	// valKeys are the layouts (initial observations) of the validation
@@ -78,7 +78,16 @@ func New(cfg Config, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{cfg: cfg, log: opts.Logger, console: opts.Console, configPath: opts.ConfigPath, factory: factory, now: time.Now}
+	valNode, err := yamlpath.Merge(&cfg.Env.Config, &cfg.Validation.EnvConfig)
+	if err != nil {
+		return nil, fmt.Errorf("validation.env_config: %w", err)
+	}
+	valFactory, err := envs.NewFactory(cfg.Env.Name, valNode)
+	if err != nil {
+		return nil, fmt.Errorf("validation.env_config: %w", err)
+	}
+	t := &Trainer{cfg: cfg, log: opts.Logger, console: opts.Console, configPath: opts.ConfigPath, factory: factory,
+		valFactory: valFactory, now: time.Now}
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
@@ -217,7 +226,7 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 	}
 	valCfg := c.Rollout
 	valCfg.Sampling.Temperature = c.Validation.Temperature
-	if s.valEng, err = rollout.New(ctx, valCfg, pol, t.factory); err != nil {
+	if s.valEng, err = rollout.New(ctx, valCfg, pol, t.valFactory); err != nil {
 		return nil, err
 	}
 	t.log.Info("model", "kind", model.Kind, "params", model.Params, "max_context", pol.Info().MaxContext,
@@ -280,7 +289,8 @@ func (t *Trainer) layoutKey(env envs.Env, seed uint64) (string, error) {
 }
 
 // buildValidationSet picks validation.levels seeds from
-// validation.seed_base upward with distinct layouts.
+// validation.seed_base upward with distinct layouts, in the validation
+// environment.
 func (t *Trainer) buildValidationSet() error {
 	c := t.cfg.Validation
 	t.valKeys = map[string]bool{}
@@ -288,13 +298,15 @@ func (t *Trainer) buildValidationSet() error {
 	if c.Levels == 0 {
 		return nil
 	}
-	env, err := t.factory.New()
+	env, err := t.valFactory.New()
 	if err != nil {
 		return err
 	}
 	for seed := c.SeedBase; len(t.valSeeds) < c.Levels; seed++ {
 		if seed-c.SeedBase > uint64(100*c.Levels+1000) {
-			return fmt.Errorf("validation: only %d distinct layouts among %d seeds; lower validation.levels", len(t.valSeeds), seed-c.SeedBase)
+			return fmt.Errorf("validation.levels: the environment has only %d distinct layouts among %d seeds; "+
+				"lower validation.levels and raise validation.samples to validate on each several times, "+
+				"or validate on other levels with validation.env_config", len(t.valSeeds), seed-c.SeedBase)
 		}
 		key, err := t.layoutKey(env, seed)
 		if err != nil {
@@ -351,7 +363,11 @@ func (s *session) loop(ctx context.Context) error {
 			return err
 		}
 		s.state.RandomValSuccess = r
-		s.log.Info("validation: random policy", "success", r, "levels", len(s.valSeeds))
+		if math.IsNaN(r) {
+			s.log.Info("validation: no random-policy baseline for this environment (free-form actions)")
+		} else {
+			s.log.Info("validation: random policy", "success", r, "levels", len(s.valSeeds))
+		}
 	}
 	// Step 0 is validated once: a run resumed from a checkpoint at step 0
 	// (interrupted during step 1) has its row already.
@@ -588,12 +604,14 @@ func (s *session) update(ctx context.Context, step int, kept Batch, m metrics) e
 // validate plays every validation level once.
 func (s *session) validate(ctx context.Context) (map[string]float64, error) {
 	t0 := s.now()
-	trajs, err := s.valEng.Run(ctx, s.valSeeds, 1, stepSeed(s.cfg.Run.Seed, s.state.Step, 4))
+	trajs, err := s.valEng.Run(ctx, s.valSeeds, s.cfg.Validation.Samples, stepSeed(s.cfg.Run.Seed, s.state.Step, 4))
 	if err != nil {
 		return nil, err
 	}
-	m := rollout.Metrics("val-env", trajs, 1)
-	m["val-env/random_success"] = s.state.RandomValSuccess
+	m := rollout.Metrics("val-env", trajs, s.cfg.Validation.Samples)
+	if !math.IsNaN(s.state.RandomValSuccess) {
+		m["val-env/random_success"] = s.state.RandomValSuccess
+	}
 	m["timing_s/validation"] = s.now().Sub(t0).Seconds()
 	if err := s.rec.transcripts(s.state.Step, "val", trajs, 4); err != nil {
 		return nil, err
@@ -601,21 +619,14 @@ func (s *session) validate(ctx context.Context) (map[string]float64, error) {
 	return m, nil
 }
 
-// randomBaseline is the validation success of a policy that answers each
-// turn with uniformly random actions from the vocabulary, through the same
-// rollout rules.
+// randomBaseline is the validation success of a uniformly random
+// valid-action policy (rollout.RunRandom) on the validation levels, or NaN
+// when the environment has no random policy.
 func (s *session) randomBaseline(ctx context.Context) (float64, error) {
-	c := s.cfg
-	model := randomChat{actions: nil, sep: c.Rollout.ActionSeparator, n: c.Rollout.MaxActionsPerTurn, think: c.Rollout.Think}
-	env, err := s.factory.New()
-	if err != nil {
-		return 0, err
-	}
-	model.actions = env.Actions()
-	if len(model.actions) == 0 {
+	trajs, err := rollout.RunRandom(ctx, s.cfg.Rollout, s.valFactory, s.valSeeds, stepSeed(s.cfg.Run.Seed, 0, 5))
+	if errors.Is(err, rollout.ErrNoRandomPolicy) {
 		return math.NaN(), nil
 	}
-	trajs, err := rollout.RunChat(ctx, c.Rollout, model, s.factory, s.valSeeds)
 	if err != nil {
 		return 0, err
 	}
@@ -628,26 +639,4 @@ func meanStd(f algos.FilterResult) float64 {
 		return 0
 	}
 	return f.MeanInGroupStd()
-}
-
-// randomChat answers every turn with uniformly random actions; its
-// randomness comes from the sampling seed the rollout passes.
-type randomChat struct {
-	actions []string
-	sep     string
-	n       int
-	think   bool
-}
-
-func (r randomChat) Chat(_ context.Context, _ []policy.Message, sp policy.Sampling) (string, error) {
-	rng := rand.New(rand.NewPCG(sp.Seed, 0x7a4d))
-	picks := make([]string, r.n)
-	for i := range picks {
-		picks[i] = r.actions[rng.IntN(len(r.actions))]
-	}
-	answer := "<answer>" + strings.Join(picks, " "+r.sep+" ") + "</answer>"
-	if r.think {
-		return "<think></think>" + answer, nil
-	}
-	return answer, nil
 }

@@ -223,3 +223,43 @@ func BenchmarkScore(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "scores/s")
 }
+
+func TestRandomActionIsWellFormed(t *testing.T) {
+	for _, all := range []bool{true, false} {
+		cfg := DefaultConfig()
+		cfg.RequireAllNumbers = all
+		env := New(cfg)
+		if _, err := env.RandomAction(rand.New(rand.NewPCG(1, 1))); err == nil {
+			t.Error("RandomAction before Reset succeeded")
+		}
+		rng := rand.New(rand.NewPCG(2, 2))
+		successes := 0
+		for seed := uint64(0); seed < 300; seed++ {
+			if _, err := env.Reset(seed); err != nil {
+				t.Fatal(err)
+			}
+			a, err := env.RandomAction(rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, literals, err := parseEquation(a)
+			if err != nil {
+				t.Fatalf("seed %d: random action %q does not parse: %v", seed, a, err)
+			}
+			if !usesNumbers(literals, env.inst.Numbers, all) {
+				t.Fatalf("seed %d: %q does not use the numbers %v as the rules want", seed, a, env.inst.Numbers)
+			}
+			res, err := env.Step(a)
+			if err != nil || !res.Info.ActionValid {
+				t.Fatalf("seed %d: %q is not a valid step: %+v %v", seed, a, res, err)
+			}
+			if res.Info.Success {
+				successes++
+			}
+		}
+		// Random equations rarely hit the target, but they are proper tries.
+		if successes == 300 {
+			t.Errorf("every random equation solved its puzzle")
+		}
+	}
+}

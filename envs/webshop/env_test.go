@@ -593,3 +593,44 @@ func must(s string, err error) string {
 	}
 	return s
 }
+
+func TestRandomActionsAreAvailableActions(t *testing.T) {
+	env, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.RandomAction(rand.New(rand.NewPCG(1, 1))); err == nil {
+		t.Error("RandomAction before Reset succeeded")
+	}
+	rng := rand.New(rand.NewPCG(3, 3))
+	searches, clicks := 0, 0
+	for seed := uint64(0); seed < 40; seed++ {
+		if _, err := env.Reset(seed); err != nil {
+			t.Fatal(err)
+		}
+		for range 9 {
+			a, err := env.RandomAction(rng)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasPrefix(a, "search[") {
+				searches++
+			} else {
+				clicks++
+			}
+			res, err := env.Step(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Info.ActionValid {
+				t.Fatalf("seed %d: random action %q was not valid on its page", seed, a)
+			}
+			if res.Done {
+				break
+			}
+		}
+	}
+	if searches == 0 || clicks == 0 {
+		t.Errorf("%d searches, %d clicks: want both", searches, clicks)
+	}
+}

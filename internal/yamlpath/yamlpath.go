@@ -80,6 +80,67 @@ func Get(doc *yaml.Node, path string) *yaml.Node {
 	return node
 }
 
+// Merge returns a copy of base with every key of overlay set in it:
+// mappings merge key by key, recursively; any other value replaces what
+// base had. Either may be absent (a zero node) or null; base and overlay
+// are not modified.
+func Merge(base, overlay *yaml.Node) (*yaml.Node, error) {
+	out := deepCopy(unwrap(base))
+	ov := unwrap(overlay)
+	if isEmpty(ov) {
+		return out, nil
+	}
+	if ov.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: expected a mapping of keys to values", ov.Line)
+	}
+	if isEmpty(out) {
+		out = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+	}
+	if out.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: expected a mapping of keys to values", out.Line)
+	}
+	for j := 0; j+1 < len(ov.Content); j += 2 {
+		key, val := ov.Content[j], ov.Content[j+1]
+		if old := lookup(out, key.Value); old != nil {
+			if old.Kind == yaml.MappingNode && val.Kind == yaml.MappingNode {
+				merged, err := Merge(old, val)
+				if err != nil {
+					return nil, err
+				}
+				*old = *merged
+			} else {
+				*old = *deepCopy(val)
+			}
+			continue
+		}
+		out.Content = append(out.Content, deepCopy(key), deepCopy(val))
+	}
+	return out, nil
+}
+
+func unwrap(n *yaml.Node) *yaml.Node {
+	if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		return n.Content[0]
+	}
+	return n
+}
+
+func isEmpty(n *yaml.Node) bool {
+	return n == nil || n.Kind == 0 || (n.Kind == yaml.ScalarNode && n.Tag == "!!null")
+}
+
+func deepCopy(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, child := range n.Content {
+		c.Content[i] = deepCopy(child)
+	}
+	return &c
+}
+
 func lookup(mapping *yaml.Node, key string) *yaml.Node {
 	for j := 0; j+1 < len(mapping.Content); j += 2 {
 		if mapping.Content[j].Value == key {

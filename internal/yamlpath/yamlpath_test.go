@@ -73,3 +73,32 @@ func TestGet(t *testing.T) {
 		t.Errorf("Get(env.missing) = %v, want nil", n)
 	}
 }
+
+func TestMerge(t *testing.T) {
+	var base, overlay yaml.Node
+	if err := yaml.Unmarshal([]byte("split: train\nnested:\n  a: 1\n  b: 2\nkeep: x\n"), &base); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte("split: test\nnested:\n  b: 3\n  c: 4\n"), &overlay); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Merge(&base, &overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "split: test\nnested:\n    a: 1\n    b: 3\n    c: 4\nkeep: x"
+	if s := encode(t, got); s != want {
+		t.Errorf("merged:\n%s\nwant:\n%s", s, want)
+	}
+	if s := encode(t, &base); !strings.Contains(s, "split: train") || strings.Contains(s, "c: 4") {
+		t.Errorf("Merge changed its base:\n%s", s)
+	}
+	if got, err := Merge(&yaml.Node{}, &overlay); err != nil || !strings.Contains(encode(t, got), "split: test") {
+		t.Errorf("onto an absent base: %v", err)
+	}
+	var scalar yaml.Node
+	yaml.Unmarshal([]byte("7"), &scalar)
+	if _, err := Merge(&base, &scalar); err == nil {
+		t.Error("a scalar overlay was accepted")
+	}
+}
