@@ -9,10 +9,11 @@ package simd
 // smaller number of rows so that no row past m is read or written, and
 // masked stores of a strip narrower than nr. A call with at most 2 (AVX2)
 // or 6 (AVX-512) rows sweeps two strips at once, so that its FMA chains
-// do not wait on each other. The AVX-512 kernel loads B through the
-// column masks, so that it reads no column past n; the AVX2 kernel reads
-// whole strips and gets a narrow last one of an unpacked B as a
-// zero-padded copy. The k loops run 4 steps per iteration and prefetch A
+// do not wait on each other. The AVX-512 kernel loads a strip narrower
+// than 32 columns through the column masks, so that it reads no column
+// past n (a whole strip with plain loads: a masked load costs an extra
+// uop); the AVX2 kernel reads whole strips and gets a narrow last one of
+// an unpacked B as a zero-padded copy. The k loops run 4 steps per iteration and prefetch A
 // (read by columns) and B 16 steps ahead.
 //
 // The second vector of a row of B is bhalf elements after the first

@@ -507,103 +507,129 @@ func body(s spec, f frame, mr int, wide bool) {
 			PREFETCHT0(Mem{Base: bPtr, Index: pfB2, Scale: 1})
 		}
 	}
-	loadB := func() {
-		for v := 0; v < p.nv; v++ {
-			if s.zmm {
-				// Masked: a strip narrower than nr reads no column past n.
-				VMOVUPS_Z(p.bmem(v), p.mask(v), p.bvec(v))
-			} else {
-				VMOVUPS(p.bmem(v), p.bvec(v))
+	// The k loops, in two versions with AVX-512: a strip narrower than nr
+	// (the second one of a wide body) loads B through the column masks,
+	// so that it reads no column past n; the loads of a whole strip are
+	// not masked (a masked load costs an extra uop).
+	loops := func(masked bool) {
+		lv := func(what string) string {
+			if masked {
+				what += "m"
+			}
+			return l(what)
+		}
+		loadB := func() {
+			for v := 0; v < p.nv; v++ {
+				if masked {
+					VMOVUPS_Z(p.bmem(v), p.mask(v), p.bvec(v))
+				} else {
+					VMOVUPS(p.bmem(v), p.bvec(v))
+				}
 			}
 		}
-	}
-	TESTQ(U32(flagRows), R11)
-	JNZ(LabelRef(l("rows")))
+		TESTQ(U32(flagRows), R11)
+		JNZ(LabelRef(lv("rows")))
 
-	// The k loops run unrolled by unroll steps, then one step at a time.
-	loop := func(name string, step func(u int), advance func(n int)) {
-		Label(l(name + "_u"))
-		CMPQ(kLeft, U32(unroll))
-		JB(LabelRef(l(name + "_t")))
-		for u := 0; u < unroll; u++ {
-			step(u)
+		// The k loops run unrolled by unroll steps, then one step at a time.
+		loop := func(name string, step func(u int), advance func(n int)) {
+			Label(lv(name + "_u"))
+			CMPQ(kLeft, U32(unroll))
+			JB(LabelRef(lv(name + "_t")))
+			for u := 0; u < unroll; u++ {
+				step(u)
+			}
+			advance(unroll)
+			SUBQ(U32(unroll), kLeft)
+			JMP(LabelRef(lv(name + "_u")))
+			Label(lv(name + "_t"))
+			TESTQ(kLeft, kLeft)
+			JZ(LabelRef(l("epi")))
+			Label(lv(name + "_1"))
+			step(0)
+			advance(1)
+			DECQ(kLeft)
+			JNZ(LabelRef(lv(name + "_1")))
+			JMP(LabelRef(l("epi")))
 		}
-		advance(unroll)
-		SUBQ(U32(unroll), kLeft)
-		JMP(LabelRef(l(name + "_u")))
-		Label(l(name + "_t"))
-		TESTQ(kLeft, kLeft)
-		JZ(LabelRef(l("epi")))
-		Label(l(name + "_1"))
-		step(0)
-		advance(1)
-		DECQ(kLeft)
-		JNZ(LabelRef(l(name + "_1")))
-		JMP(LabelRef(l("epi")))
-	}
 
-	// A panel mode: row r of step p at aPtr + 4r, aPtr advancing by aStride.
-	if !wide {
-		prefetchDistance(aStride, pfA)
-	}
-	loop("kpanel", func(int) {
+		// A panel mode: row r of step p at aPtr + 4r, aPtr advancing by aStride.
 		if !wide {
-			PREFETCHT0(Mem{Base: aPtr, Index: pfA, Scale: 1})
+			prefetchDistance(aStride, pfA)
 		}
-		prefetch()
-		loadB()
-		for r := 0; r < mr; r++ {
-			VBROADCASTSS(Mem{Base: aPtr, Disp: 4 * r}, p.bcast(r))
-			for v := 0; v < p.nv; v++ {
-				VFMADD231PS(p.bvec(v), p.bcast(r), p.acc(r, v))
+		loop("kpanel", func(int) {
+			if !wide {
+				PREFETCHT0(Mem{Base: aPtr, Index: pfA, Scale: 1})
 			}
-		}
-		ADDQ(aStride, aPtr)
-		ADDQ(bStride, bPtr)
-	}, func(int) {})
+			prefetch()
+			loadB()
+			for r := 0; r < mr; r++ {
+				VBROADCASTSS(Mem{Base: aPtr, Disp: 4 * r}, p.bcast(r))
+				for v := 0; v < p.nv; v++ {
+					VFMADD231PS(p.bvec(v), p.bcast(r), p.acc(r, v))
+				}
+			}
+			ADDQ(aStride, aPtr)
+			ADDQ(bStride, bPtr)
+		}, func(int) {})
 
-	// A rows mode: row r of step p at row r's pointer + 4p.
-	Label(l("rows"))
-	if mr > 4 {
-		LEAQ(Mem{Base: aPtr, Index: aStride, Scale: 4}, aPtr1)
-	}
-	if mr > 8 {
-		LEAQ(Mem{Base: aPtr1, Index: aStride, Scale: 4}, aPtr2)
-	}
-	if mr >= 4 {
-		LEAQ(Mem{Base: aStride, Index: aStride, Scale: 2}, aStr3)
-	}
-	rowMem := func(r, disp int) Mem {
-		base := []Register{aPtr, aPtr1, aPtr2}[r/4]
-		switch r % 4 {
-		case 1:
-			return Mem{Base: base, Index: aStride, Scale: 1, Disp: disp}
-		case 2:
-			return Mem{Base: base, Index: aStride, Scale: 2, Disp: disp}
-		case 3:
-			return Mem{Base: base, Index: aStr3, Scale: 1, Disp: disp}
-		}
-		return Mem{Base: base, Disp: disp}
-	}
-	loop("krows", func(u int) {
-		prefetch()
-		loadB()
-		for r := 0; r < mr; r++ {
-			VBROADCASTSS(rowMem(r, 4*u), p.bcast(r))
-			for v := 0; v < p.nv; v++ {
-				VFMADD231PS(p.bvec(v), p.bcast(r), p.acc(r, v))
-			}
-		}
-		ADDQ(bStride, bPtr)
-	}, func(n int) {
-		ADDQ(U32(4*n), aPtr)
+		// A rows mode: row r of step p at row r's pointer + 4p.
+		Label(lv("rows"))
 		if mr > 4 {
-			ADDQ(U32(4*n), aPtr1)
+			LEAQ(Mem{Base: aPtr, Index: aStride, Scale: 4}, aPtr1)
 		}
 		if mr > 8 {
-			ADDQ(U32(4*n), aPtr2)
+			LEAQ(Mem{Base: aPtr1, Index: aStride, Scale: 4}, aPtr2)
 		}
-	})
+		if mr >= 4 {
+			LEAQ(Mem{Base: aStride, Index: aStride, Scale: 2}, aStr3)
+		}
+		rowMem := func(r, disp int) Mem {
+			base := []Register{aPtr, aPtr1, aPtr2}[r/4]
+			switch r % 4 {
+			case 1:
+				return Mem{Base: base, Index: aStride, Scale: 1, Disp: disp}
+			case 2:
+				return Mem{Base: base, Index: aStride, Scale: 2, Disp: disp}
+			case 3:
+				return Mem{Base: base, Index: aStr3, Scale: 1, Disp: disp}
+			}
+			return Mem{Base: base, Disp: disp}
+		}
+		loop("krows", func(u int) {
+			prefetch()
+			loadB()
+			for r := 0; r < mr; r++ {
+				VBROADCASTSS(rowMem(r, 4*u), p.bcast(r))
+				for v := 0; v < p.nv; v++ {
+					VFMADD231PS(p.bvec(v), p.bcast(r), p.acc(r, v))
+				}
+			}
+			ADDQ(bStride, bPtr)
+		}, func(n int) {
+			ADDQ(U32(4*n), aPtr)
+			if mr > 4 {
+				ADDQ(U32(4*n), aPtr1)
+			}
+			if mr > 8 {
+				ADDQ(U32(4*n), aPtr2)
+			}
+		})
+
+	}
+	if s.zmm {
+		if wide {
+			CMPQ(f.n, U32(2*s.nr()))
+			JL(LabelRef(l("masked")))
+		} else {
+			CMPQ(f.nr, U32(s.nr()))
+			JNE(LabelRef(l("masked")))
+		}
+		loops(false)
+		Label(l("masked"))
+		loops(true)
+	} else {
+		loops(false)
+	}
 
 	Label(l("epi"))
 	Load(Param("flags"), R11)
