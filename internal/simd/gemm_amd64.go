@@ -13,19 +13,26 @@ package simd
 // than 32 columns through the column masks, so that it reads no column
 // past n (a whole strip with plain loads: a masked load costs an extra
 // uop); the AVX2 kernel reads whole strips and gets a narrow last one of
-// an unpacked B as a zero-padded copy. The k loops run 4 steps per iteration and prefetch A
-// (read by columns) and B 16 steps ahead.
+// an unpacked B as a zero-padded copy. The k loops run 4 steps per
+// iteration and prefetch A (read by columns) and B 16 steps ahead.
 //
 // The second vector of a row of B is bhalf elements after the first
 // (AVX-512; the AVX2 kernel's are contiguous), the next strip bstrip
 // elements after the current one; raw sums are kept strip after strip,
 // accstrip elements apart. All strides are in elements.
+//
+// With pa not nil (A read by columns, more than 2 or 6 rows), the first
+// strip also copies the panels of A it reads to pa (mr·k elements apart,
+// mr a step), and the other strips read them there. With pf not nil, the
+// k loops prefetch into L2, one line every few steps, the pfrows rows of
+// pfcols elements at pf, astride apart: the A of the next call, which
+// would otherwise come from L3 a row of A, and a page, per step.
 
 //go:noescape
-func gemmKernelAVX2(m, n, k int, a *float32, apanel, astride int, b *float32, bs, bhalf, bstrip int, c *float32, ldc int, acc *float32, accstrip, flags int, alpha, beta float32)
+func gemmKernelAVX2(m, n, k int, a *float32, apanel, astride int, b *float32, bs, bhalf, bstrip int, c *float32, ldc int, acc *float32, accstrip, flags int, alpha, beta float32, pa, pf *float32, pfcols, pfrows int)
 
 //go:noescape
-func gemmKernelAVX512(m, n, k int, a *float32, apanel, astride int, b *float32, bs, bhalf, bstrip int, c *float32, ldc int, acc *float32, accstrip, flags int, alpha, beta float32)
+func gemmKernelAVX512(m, n, k int, a *float32, apanel, astride int, b *float32, bs, bhalf, bstrip int, c *float32, ldc int, acc *float32, accstrip, flags int, alpha, beta float32, pa, pf *float32, pfcols, pfrows int)
 
 // gemmTranspose8AVX stores dst[p*packW+i] = src[i*lds+p] for p < k and
 // i < 8, with zeros for i ≥ rows (1 ≤ rows ≤ 8, k ≥ 1). It needs AVX only.
@@ -34,8 +41,8 @@ func gemmKernelAVX512(m, n, k int, a *float32, apanel, astride int, b *float32, 
 func gemmTranspose8AVX(dst, src *float32, rows, k, lds int)
 
 func init() {
-	kernels[AVX2] = &gemmKernel{mr: 6, nr: 16, kc: 384, mc: 192, nc: 1024, run: runAVX2}
-	kernels[AVX512] = &gemmKernel{mr: 12, nr: 32, kc: 384, mc: 96, nc: 1024, run: runAVX512}
+	kernels[AVX2] = &gemmKernel{mr: 6, nr: 16, kc: 384, mc: 192, nc: 1024, packsA: true, wide: 2, run: runAVX2}
+	kernels[AVX512] = &gemmKernel{mr: 12, nr: 32, kc: 384, mc: 96, nc: 1024, packsA: true, wide: 6, run: runAVX512}
 	transposeGroups[AVX2] = transposeGroupAVX
 	transposeGroups[AVX512] = transposeGroupAVX
 }
@@ -54,31 +61,52 @@ func accAt(acc []float32, off int) *float32 {
 	return nil
 }
 
+// farArgs are the packing and prefetch arguments of a kernel call of n
+// columns (see kernelCall.pa): the kernel packs A only with more than
+// wide rows (its bodies for fewer rows read A in place) and one strip.
+func farArgs(x *kernelCall, n int, kern *gemmKernel) (pa, pf *float32) {
+	if x.pa != nil && x.m > kern.wide && n > kern.nr {
+		pa = &x.pa[0]
+	}
+	if x.pf >= 0 {
+		pf = &x.a[x.pf]
+	}
+	return pa, pf
+}
+
 func runAVX512(x *kernelCall, _ *gemmScratch) {
 	bhalf, bstrip := 16, 32
 	if x.panel > 0 {
 		bhalf, bstrip = x.panel, 2*x.panel
 	}
+	pa, pf := farArgs(x, x.n, kernels[AVX512])
 	gemmKernelAVX512(x.m, x.n, x.k, &x.a[x.aoff], x.apanel, x.astride, &x.b[x.boff], x.bs, bhalf, bstrip,
-		&x.c[x.coff], x.ldc, accAt(x.acc, 0), roundUp(x.m, 12)*32, x.flags, x.alpha, x.beta)
+		&x.c[x.coff], x.ldc, accAt(x.acc, 0), roundUp(x.m, 12)*32, x.flags, x.alpha, x.beta, pa, pf, x.pfcols, x.pfrows)
 }
 
 func runAVX2(x *kernelCall, s *gemmScratch) {
 	accStrip := roundUp(x.m, 6) * 16
 	if x.panel > 0 {
+		pa, pf := farArgs(x, x.n, kernels[AVX2])
 		gemmKernelAVX2(x.m, x.n, x.k, &x.a[x.aoff], x.apanel, x.astride, &x.b[x.boff], x.bs, 0, x.panel,
-			&x.c[x.coff], x.ldc, accAt(x.acc, 0), accStrip, x.flags, x.alpha, x.beta)
+			&x.c[x.coff], x.ldc, accAt(x.acc, 0), accStrip, x.flags, x.alpha, x.beta, pa, pf, x.pfcols, x.pfrows)
 		return
 	}
 	full := x.n &^ 15
+	a, apanel, astride := &x.a[x.aoff], x.apanel, x.astride
 	if full > 0 {
-		gemmKernelAVX2(x.m, full, x.k, &x.a[x.aoff], x.apanel, x.astride, &x.b[x.boff], x.bs, 0, 16,
-			&x.c[x.coff], x.ldc, accAt(x.acc, 0), accStrip, x.flags, x.alpha, x.beta)
+		pa, pf := farArgs(x, full, kernels[AVX2])
+		gemmKernelAVX2(x.m, full, x.k, a, apanel, astride, &x.b[x.boff], x.bs, 0, 16,
+			&x.c[x.coff], x.ldc, accAt(x.acc, 0), accStrip, x.flags, x.alpha, x.beta, pa, pf, x.pfcols, x.pfrows)
+		if pa != nil {
+			// The narrow last strip reads the panels packed by the first.
+			a, apanel, astride = pa, 6*x.k, 6
+		}
 	}
 	if w := x.n - full; w > 0 {
 		s.bEdge = grow(s.bEdge, x.k*16)
 		packEdge(s.bEdge, 16, x.b[x.boff+full:], x.bs, x.k, w)
-		gemmKernelAVX2(x.m, w, x.k, &x.a[x.aoff], x.apanel, x.astride, &s.bEdge[0], 16, 0, 16,
-			&x.c[x.coff+full], x.ldc, accAt(x.acc, full/16*accStrip), accStrip, x.flags, x.alpha, x.beta)
+		gemmKernelAVX2(x.m, w, x.k, a, apanel, astride, &s.bEdge[0], 16, 0, 16,
+			&x.c[x.coff+full], x.ldc, accAt(x.acc, full/16*accStrip), accStrip, x.flags, x.alpha, x.beta, nil, nil, 0, 0)
 	}
 }

@@ -14,7 +14,10 @@ import (
 //
 // A is read in place: its row-major form (NN, NT) by rows, its transposed
 // form (TN, TT) by columns, which is already the layout of a packed A
-// panel. B is read in place when it is not transposed (a last strip
+// panel, but one that takes a step to another row, and page, of A: the
+// kernels that can copy the panels of a transposed A they read in their
+// first strip to a buffer, for the others, and the products are then cut
+// differently (see planRegions). B is read in place when it is not transposed (a last strip
 // narrower than nr is read through masks, or copied into a zero-padded
 // buffer by the kernels without masked loads); a transposed B is packed
 // whole, first, into panels of packW columns (the layout PackedB keeps).
@@ -58,6 +61,14 @@ type kernelCall struct {
 	acc             []float32 // raw sums, see gemmKernel.accSize
 	flags           int
 	alpha, beta     float32
+	// With pa (a kernel with packsA, A by columns, more than wide rows
+	// and one strip), the first strip copies its panels of A to pa,
+	// mr·k floats apart, mr floats a step, and the others read them
+	// there. pf ≥ 0: the kernel prefetches, into L2, pfrows rows of
+	// pfcols floats at a[pf:], astride apart (the A of the next call).
+	pa             []float32
+	pf             int
+	pfcols, pfrows int
 }
 
 // gemmKernel is a micro-kernel and the blocking that suits it.
@@ -66,6 +77,10 @@ type gemmKernel struct {
 	kc     int // longest piece of k
 	mc     int // rows of a block of C (a multiple of mr)
 	nc     int // columns of a block of C (a multiple of nr and packW)
+	// packsA: the kernel packs an A read by columns and prefetches the
+	// next one (kernelCall.pa), in calls with more than wide rows.
+	packsA bool
+	wide   int // the most rows of a call that sweeps two strips at once
 	// run performs a call, with s as scratch memory.
 	run func(x *kernelCall, s *gemmScratch)
 }
@@ -108,6 +123,8 @@ type gemmOp struct {
 
 	kc, mc, nc           int
 	rowBlocks, colBlocks int
+	// regions: the blocks are regions of C, each computed by regionTask.
+	regions bool
 }
 
 // gemmScratch is one goroutine's working memory.
@@ -115,6 +132,7 @@ type gemmScratch struct {
 	call  kernelCall
 	acc   []float32 // raw sums of a block when k is cut
 	bEdge []float32 // zero-padded copy of a narrow last strip of B
+	apack []float32 // packed panels of A
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(gemmScratch) }}
@@ -181,6 +199,11 @@ func (g *gemmOp) plan(workers int) {
 	// Pieces of k of equal length (a multiple of 8) of at most kc steps.
 	pieces := ceilDiv(g.k, kern.kc)
 	g.kc = roundUp(ceilDiv(g.k, pieces), 8)
+	g.regions = false
+	if g.transA && kern.packsA && g.m > kern.wide && g.n > kern.nr {
+		g.planRegions(workers)
+		return
+	}
 
 	colUnit := max(kern.nr, packW)
 	g.mc = min(kern.mc, roundUp(g.m, kern.mr))
@@ -222,17 +245,114 @@ func (g *gemmOp) plan(workers int) {
 	g.colBlocks = ceilDiv(g.n, g.nc)
 }
 
+// A transposed A (TN, TT) is read by columns: every step of a panel
+// reads mr floats from another row of A, lda apart, and so from another
+// page. With a kernel that packs A, such a product is cut into one region
+// of C per goroutine (by rows when there are enough, sharing B, else by
+// columns, sharing A), and each region is computed piece of k by piece of
+// k, and block of mc rows by block within a piece, so that the piece of B
+// stays in L2 for all the blocks. The first strip of each kernel call
+// packs the panels of A it reads for the other strips, and the call
+// prefetches the A of the next one into L2 (measured, AVX-512, 2048-step
+// weight gradients: +15 to 25 % on one core, +10 to 30 % on two).
+
+// planRegions cuts C into regions for workers goroutines.
+func (g *gemmOp) planRegions(workers int) {
+	kern := g.kern
+	g.regions = true
+	colUnit := max(kern.nr, packW)
+	g.mc, g.nc = g.m, g.n
+	g.rowBlocks, g.colBlocks = 1, 1
+	if workers == 1 {
+		return
+	}
+	if g.m >= workers*2*kern.mr {
+		g.mc = roundUp(ceilDiv(g.m, workers), 4)
+	} else {
+		g.nc = roundUp(ceilDiv(g.n, workers), colUnit)
+	}
+	g.rowBlocks = ceilDiv(g.m, g.mc)
+	g.colBlocks = ceilDiv(g.n, g.nc)
+}
+
+// regionTask computes the rows [i0, i0+rows) and columns [j0, j0+cols)
+// of C.
+func (g *gemmOp) regionTask(i0, j0, rows, cols int, s *gemmScratch) {
+	kern := g.kern
+	mc := min(kern.mc, roundUp(rows, kern.mr))
+	nc := min(kern.nc, roundUp(cols, max(kern.nr, packW)))
+	rowBlocks := ceilDiv(rows, mc)
+	blockAcc := kern.accSize(mc, nc)
+	x := &s.call
+	*x = kernelCall{
+		c: g.c, ldc: g.ldc,
+		alpha: g.alpha, beta: g.beta,
+		a: g.a, astride: g.lda, apanel: kern.mr,
+	}
+	if g.k > g.kc {
+		s.acc = grow(s.acc, rowBlocks*blockAcc)
+	}
+	s.apack = grow(s.apack, roundUp(mc, kern.mr)*g.kc)
+	x.pa = s.apack
+	// The calls, in order: column blocks, pieces of k, row blocks.
+	calls := ceilDiv(cols, nc) * ceilDiv(g.k, g.kc) * rowBlocks
+	at := func(c int) (ib, j, pc int) {
+		ib = c % rowBlocks
+		c /= rowBlocks
+		pieces := ceilDiv(g.k, g.kc)
+		return ib, j0 + (c/pieces)*nc, (c % pieces) * g.kc
+	}
+	for c := 0; c < calls; c++ {
+		ib, j, pc := at(c)
+		i := i0 + ib*mc
+		x.m, x.n, x.k = min(mc, i0+rows-i), min(nc, j0+cols-j), min(g.kc, g.k-pc)
+		x.coff = i*g.ldc + j
+		if g.k > g.kc {
+			x.acc = s.acc[ib*blockAcc : (ib+1)*blockAcc]
+		}
+		x.flags = 0
+		if pc > 0 {
+			x.flags |= flagLoad
+		}
+		if pc+x.k < g.k {
+			x.flags |= flagPartial
+		}
+		if g.beta == 0 {
+			x.flags |= flagBeta0
+		}
+		x.aoff = pc*g.lda + i
+		x.pf = -1
+		if c+1 < calls {
+			nib, _, npc := at(c + 1)
+			ni := i0 + nib*mc
+			x.pf, x.pfcols, x.pfrows = npc*g.lda+ni, min(mc, i0+rows-ni), min(g.kc, g.k-npc)
+		}
+		if g.packed != nil {
+			x.b, x.boff, x.bs, x.panel = g.packed, (j/packW)*g.k*packW+pc*packW, packW, g.k*packW
+		} else {
+			x.b, x.boff, x.bs, x.panel = g.b, pc*g.ldb+j, g.ldb, 0
+		}
+		kern.run(x, s)
+	}
+	*x = kernelCall{}
+}
+
 // task computes block t of C (row-major order of blocks).
 func (g *gemmOp) task(t int, s *gemmScratch) {
 	kern := g.kern
 	i0 := (t / g.colBlocks) * g.mc
 	j0 := (t % g.colBlocks) * g.nc
+	if g.regions {
+		g.regionTask(i0, j0, min(g.mc, g.m-i0), min(g.nc, g.n-j0), s)
+		return
+	}
 	x := &s.call
 	*x = kernelCall{
 		m: min(g.mc, g.m-i0), n: min(g.nc, g.n-j0),
 		c: g.c, coff: i0*g.ldc + j0, ldc: g.ldc,
 		alpha: g.alpha, beta: g.beta,
 		a: g.a, astride: g.lda,
+		pf: -1,
 	}
 	if g.k > g.kc {
 		s.acc = grow(s.acc, kern.accSize(x.m, x.n))

@@ -463,3 +463,50 @@ func TestGemmConcurrentCallers(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// TestGemmTransARegions covers the products with a transposed A, which
+// run in regions of C and pack A in the kernels: regions cut by rows and
+// by columns, several blocks of rows and pieces of k in a region, edge
+// panels and strips, and a B packed or not. Every cut gives the same bits
+// as one goroutine with one piece of k, at every SIMD level.
+func TestGemmTransARegions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 18))
+	shapes := [][3]int{
+		{7, 40, 100}, {13, 33, 800}, {30, 100, 600}, {50, 300, 500},
+		{97, 17, 400}, {200, 70, 900}, {250, 130, 260}, {64, 64, 1},
+	}
+	for i, sh := range shapes {
+		for _, transB := range []bool{false, true} {
+			beta := []float32{0, 1, -0.5}[i%3]
+			g := newCase(rng, true, transB, sh[0], sh[1], sh[2], 1.25, beta, 3)
+			var want []float32
+			for _, l := range levels() {
+				atLevel(l, func() {
+					kern := kernelFor(l)
+					kc := kern.kc
+					defer func() { kern.kc = kc }()
+					kern.kc = 1 << 20
+					ref := g.gemm(1)
+					if l == Portable {
+						g.check(t, l.String(), ref)
+						return
+					}
+					if want == nil {
+						want = ref
+						g.check(t, l.String(), ref)
+					} else if d := firstBitDiff(want, ref); d >= 0 {
+						t.Fatalf("%v: %v differs from AVX2 at %d", g, l, d)
+					}
+					for _, cut := range []int{8, 40, 128} {
+						kern.kc = cut
+						for _, w := range []int{1, 2, 3} {
+							if d := firstBitDiff(want, g.gemm(w)); d >= 0 {
+								t.Fatalf("%v: %v kc=%d workers=%d differs at %d", g, l, cut, w, d)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}

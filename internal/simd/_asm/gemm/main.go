@@ -27,6 +27,10 @@ const prefetchDist = 16
 // (measured: 4 gains 2 to 4 % over 1 with both kernels).
 const unroll = 4
 
+// farEvery is how many k steps apart the kernels issue the far prefetch
+// (of the next piece of a transposed A, which they pack).
+const farEvery = 4
+
 // prefetchDistance sets dst to the prefetch distance for rows stride
 // apart.
 func prefetchDistance(stride, dst Register) {
@@ -113,7 +117,7 @@ var (
 	pfB2    = RCX // prefetch distance of B's second vector (AVX-512)
 )
 
-const kernelSig = "func(m, n, k int, a *float32, apanel, astride int, b *float32, bs, bhalf, bstrip int, c *float32, ldc int, acc *float32, accstrip, flags int, alpha, beta float32)"
+const kernelSig = "func(m, n, k int, a *float32, apanel, astride int, b *float32, bs, bhalf, bstrip int, c *float32, ldc int, acc *float32, accstrip, flags int, alpha, beta float32, pa, pf *float32, pfcols, pfrows int)"
 
 func gemm() {
 	maskTable = GLOBL("gemmMaskAVX2", RODATA|NOPTR)
@@ -243,6 +247,15 @@ type frame struct {
 	a, c, acc, m   Mem // current panel of rows, rows left
 	b, cs, accs, n Mem // current strip, columns left
 	nr             Mem // columns of the current strip
+	// A of the strip: its start, panel and row strides (bytes).
+	abase, apan, astr Mem
+	// Packing (the first strip, while pk is not 0): the packed panel
+	// being written.
+	pk, pkp Mem
+	// The far prefetch (pfon: pf was given): rows of pflb bytes, pflda
+	// apart, from pfr up to pfend; the next line at pfr + pfc; zero
+	// holds 0.
+	pfon, pfr, pfc, pfend, pflb, pflda, zero Mem
 }
 
 // wideRows is the most rows for which the kernel sweeps two strips at
@@ -262,8 +275,12 @@ func kernel(s spec) {
 	f := frame{
 		a: AllocLocal(8), c: AllocLocal(8), acc: AllocLocal(8), m: AllocLocal(8),
 		b: AllocLocal(8), cs: AllocLocal(8), accs: AllocLocal(8), n: AllocLocal(8),
-		nr: AllocLocal(8),
+		nr: AllocLocal(8), abase: AllocLocal(8), apan: AllocLocal(8), astr: AllocLocal(8),
+		pk: AllocLocal(8), pkp: AllocLocal(8),
+		pfr: AllocLocal(8), pfc: AllocLocal(8), pfend: AllocLocal(8), pflb: AllocLocal(8),
+		pflda: AllocLocal(8), zero: AllocLocal(8), pfon: AllocLocal(8),
 	}
+	name := func(what string) string { return s.name + "_" + what }
 	for _, x := range []struct {
 		param string
 		to    Mem
@@ -271,7 +288,44 @@ func kernel(s spec) {
 		Load(Param(x.param), R11)
 		MOVQ(R11, x.to)
 	}
-	name := func(what string) string { return s.name + "_" + what }
+	for _, x := range []struct {
+		param string
+		to    Mem
+	}{{"a", f.abase}, {"apanel", f.apan}, {"astride", f.astr}, {"pa", f.pk}} {
+		Load(Param(x.param), R11)
+		if x.param == "apanel" || x.param == "astride" {
+			SHLQ(U8(2), R11)
+		}
+		MOVQ(R11, x.to)
+	}
+	// The far prefetch: the lines of pfrows rows of pfcols floats from pf,
+	// astride apart. Without one, a first strip that packs A prefetches
+	// the first line of A over and over.
+	MOVQ(U32(0), f.zero)
+	MOVQ(U32(0), f.pfc)
+	Load(Param("pf"), R11)
+	MOVQ(R11, f.pfon)
+	Load(Param("pfrows"), R13)
+	TESTQ(R11, R11)
+	JNZ(LabelRef(name("pf")))
+	Load(Param("a"), R11)
+	XORQ(R13, R13)
+	Label(name("pf"))
+	MOVQ(R13, f.pfend)
+	MOVQ(R11, R12)
+	ANDQ(U32(63), R12)
+	ANDQ(I32(-64), R11)
+	MOVQ(R11, f.pfr)
+	Load(Param("pfcols"), R13)
+	LEAQ(Mem{Base: R12, Index: R13, Scale: 4, Disp: 63}, R12)
+	ANDQ(I32(-64), R12)
+	MOVQ(R12, f.pflb)
+	MOVQ(f.astr, R12)
+	MOVQ(R12, f.pflda)
+	MOVQ(f.pfend, R13)
+	IMULQ(R12, R13)
+	ADDQ(R11, R13)
+	MOVQ(R13, f.pfend)
 	// setMasks sets the column masks of a strip from the columns in RCX.
 	setMasks := func(k1, k2 Op) {
 		MOVQ(U32(1), R11)
@@ -293,8 +347,10 @@ func kernel(s spec) {
 		// K1, K2: the strip's columns, for B's loads and C's stores.
 		setMasks(K1, K2)
 	}
-	Load(Param("a"), R11)
+	MOVQ(f.abase, R11)
 	MOVQ(R11, f.a)
+	MOVQ(f.pk, R11)
+	MOVQ(R11, f.pkp)
 	MOVQ(f.cs, R11)
 	MOVQ(R11, f.c)
 	MOVQ(f.accs, R11)
@@ -328,9 +384,11 @@ func kernel(s spec) {
 	JB(LabelRef(name("edge")))
 	body(s, f, s.mr, false)
 	// Next panel of rows.
-	Load(Param("apanel"), R11)
-	SHLQ(U8(2), R11)
+	MOVQ(f.apan, R11)
 	ADDQ(R11, f.a)
+	Load(Param("k"), R11)
+	IMUL3Q(U32(4*s.mr), R11, R11)
+	ADDQ(R11, f.pkp)
 	Load(Param("ldc"), R11)
 	IMUL3Q(U32(4*s.mr), R11, R11)
 	ADDQ(R11, f.c)
@@ -377,14 +435,77 @@ func advanceStrip(s spec, f frame) {
 	Load(Param("accstrip"), R11)
 	SHLQ(U8(2), R11)
 	ADDQ(R11, f.accs)
+	// After a first strip that packed A, the others read the packed
+	// panels: mr·k floats apart, mr floats a row.
+	MOVQ(f.pk, R11)
+	TESTQ(R11, R11)
+	JZ(LabelRef(fmt.Sprintf("%s_adv%d", s.name, advanceLabels)))
+	MOVQ(R11, f.abase)
+	Load(Param("k"), R11)
+	IMUL3Q(U32(4*s.mr), R11, R11)
+	MOVQ(R11, f.apan)
+	MOVQ(U32(4*s.mr), f.astr)
+	MOVQ(U32(0), f.pk)
+	Label(fmt.Sprintf("%s_adv%d", s.name, advanceLabels))
+	advanceLabels++
 	SUBQ(U32(s.nr()), f.n)
 }
+
+// advanceLabels numbers the labels of advanceStrip.
+var advanceLabels int
 
 // Registers of the wide bodies.
 var (
 	bStr = R12 // offset of the next strip of B
 	bSH  = RDX // bStr + bHalf (AVX-512)
+	pkP  = R11 // packed panel being written (panel bodies)
+	pfR  = R12 // far prefetch: row (panel bodies)
+	pfC  = R13 // its line offset in the row
+	pfT  = RDX // scratch
 )
+
+// farPrefetch prefetches the next line of the far prefetch into L2 and
+// moves to the one after: the next in the row, else the first of the
+// next row, unless the rows are done (then the last row's lines repeat).
+func farPrefetch(f frame) {
+	PREFETCHT1(Mem{Base: pfR, Index: pfC, Scale: 1})
+	ADDQ(U32(64), pfC)
+	XORL(pfT.As32(), pfT.As32())
+	CMPQ(pfC, f.pflb)
+	CMOVQCC(f.zero, pfC)
+	CMOVQCC(f.pflda, pfT)
+	CMPQ(pfR, f.pfend)
+	CMOVQCC(f.zero, pfT)
+	ADDQ(pfT, pfR)
+}
+
+// copyA copies the mr floats at src to dst, through Z30 (AVX-512, with
+// the mask K5 of mr lanes) or the first broadcast register (AVX2, which
+// the step loads next).
+func copyA(s spec, mr int, src, dst Register) {
+	if s.zmm {
+		VMOVUPS_Z(Mem{Base: src}, K5, Z30)
+		VMOVUPS(Z30, K5, Mem{Base: dst})
+		return
+	}
+	t := s.bcast(0)
+	for off := 0; off < mr; {
+		switch {
+		case mr-off >= 4:
+			VMOVUPS(Mem{Base: src, Disp: 4 * off}, t.(Vec).AsX())
+			VMOVUPS(t.(Vec).AsX(), Mem{Base: dst, Disp: 4 * off})
+			off += 4
+		case mr-off >= 2:
+			VMOVSD(Mem{Base: src, Disp: 4 * off}, t.(Vec).AsX())
+			VMOVSD(t.(Vec).AsX(), Mem{Base: dst, Disp: 4 * off})
+			off += 2
+		default:
+			VMOVSS(Mem{Base: src, Disp: 4 * off}, t.(Vec).AsX())
+			VMOVSS(t.(Vec).AsX(), Mem{Base: dst, Disp: 4 * off})
+			off++
+		}
+	}
+}
 
 // panelShape describes the vectors of a body: nv per row, two per strip.
 type panelShape struct {
@@ -483,8 +604,7 @@ func body(s spec, f frame, mr int, wide bool) {
 	MOVQ(f.b, bPtr)
 	Load(Param("bs"), bStride)
 	SHLQ(U8(2), bStride)
-	Load(Param("astride"), aStride)
-	SHLQ(U8(2), aStride)
+	MOVQ(f.astr, aStride)
 	MOVQ(f.a, aPtr)
 	prefetchDistance(bStride, pfB)
 	if s.zmm {
@@ -513,6 +633,9 @@ func body(s spec, f frame, mr int, wide bool) {
 	// not masked (a masked load costs an extra uop).
 	loops := func(masked bool) {
 		lv := func(what string) string {
+			if what == "epi" {
+				return l(what)
+			}
 			if masked {
 				what += "m"
 			}
@@ -531,7 +654,7 @@ func body(s spec, f frame, mr int, wide bool) {
 		JNZ(LabelRef(lv("rows")))
 
 		// The k loops run unrolled by unroll steps, then one step at a time.
-		loop := func(name string, step func(u int), advance func(n int)) {
+		loopTo := func(name, to string, step func(u int), advance func(n int)) {
 			Label(lv(name + "_u"))
 			CMPQ(kLeft, U32(unroll))
 			JB(LabelRef(lv(name + "_t")))
@@ -543,23 +666,18 @@ func body(s spec, f frame, mr int, wide bool) {
 			JMP(LabelRef(lv(name + "_u")))
 			Label(lv(name + "_t"))
 			TESTQ(kLeft, kLeft)
-			JZ(LabelRef(l("epi")))
+			JZ(LabelRef(lv(to)))
 			Label(lv(name + "_1"))
 			step(0)
 			advance(1)
 			DECQ(kLeft)
 			JNZ(LabelRef(lv(name + "_1")))
-			JMP(LabelRef(l("epi")))
+			JMP(LabelRef(lv(to)))
 		}
+		loop := func(name string, step func(u int), advance func(n int)) { loopTo(name, "epi", step, advance) }
 
 		// A panel mode: row r of step p at aPtr + 4r, aPtr advancing by aStride.
-		if !wide {
-			prefetchDistance(aStride, pfA)
-		}
-		loop("kpanel", func(int) {
-			if !wide {
-				PREFETCHT0(Mem{Base: aPtr, Index: pfA, Scale: 1})
-			}
+		step := func() {
 			prefetch()
 			loadB()
 			for r := 0; r < mr; r++ {
@@ -570,6 +688,54 @@ func body(s spec, f frame, mr int, wide bool) {
 			}
 			ADDQ(aStride, aPtr)
 			ADDQ(bStride, bPtr)
+		}
+		if !wide {
+			// The first strip of a call that packs A (pk not 0) copies, at
+			// each step, the mr floats of A to the packed panel at pkP;
+			// it and the other strips, with a far prefetch, prefetch a
+			// line every farEvery steps.
+			far := func(u int) {
+				if u%farEvery == farEvery-1 {
+					farPrefetch(f)
+				}
+			}
+			MOVQ(f.pfr, pfR)
+			MOVQ(f.pfc, pfC)
+			MOVQ(f.pk, pkP)
+			TESTQ(pkP, pkP)
+			JNZ(LabelRef(lv("pack")))
+			CMPQ(f.pfon, U32(0))
+			JNE(LabelRef(lv("far")))
+			JMP(LabelRef(lv("nopf")))
+			Label(lv("pack"))
+			MOVQ(f.pkp, pkP)
+			if s.zmm {
+				MOVQ(U32(1<<mr-1), pfT)
+				KMOVW(pfT.As32(), K5)
+			}
+			loopTo("kpack", "pfdone", func(u int) {
+				far(u)
+				copyA(s, mr, aPtr, pkP)
+				ADDQ(U32(4*s.mr), pkP)
+				step()
+			}, func(int) {})
+			Label(lv("far"))
+			loopTo("kfar", "pfdone", func(u int) {
+				far(u)
+				step()
+			}, func(int) {})
+			Label(lv("pfdone"))
+			MOVQ(pfR, f.pfr)
+			MOVQ(pfC, f.pfc)
+			JMP(LabelRef(l("epi")))
+			Label(lv("nopf"))
+			prefetchDistance(aStride, pfA)
+		}
+		loop("kpanel", func(int) {
+			if !wide {
+				PREFETCHT0(Mem{Base: aPtr, Index: pfA, Scale: 1})
+			}
+			step()
 		}, func(int) {})
 
 		// A rows mode: row r of step p at row r's pointer + 4p.
@@ -615,6 +781,7 @@ func body(s spec, f frame, mr int, wide bool) {
 			}
 		})
 
+		JMP(LabelRef(l("epi")))
 	}
 	if s.zmm {
 		if wide {
