@@ -270,5 +270,6 @@ func (e *Env) Advise(maxActions int, rng *rand.Rand) (envs.Advice, error) {
 	return envs.Advice{
 		Actions:   []string{"```python\n" + e.task.Reference + "```"},
 		Rationale: e.rationale(rng),
+		Brief:     e.brief(),
 	}, nil
 }

@@ -90,6 +90,9 @@ func TestAdviceRationale(t *testing.T) {
 	if first.Rationale != again.Rationale {
 		t.Error("nil rng should always give the first phrasing")
 	}
+	if first.Brief != e.Task().Func {
+		t.Errorf("brief %q, want the function's name %q", first.Brief, e.Task().Func)
+	}
 	if !strings.Contains(first.Rationale, e.Task().Func) || !strings.Contains(first.Rationale, e.Task().Approach) {
 		t.Errorf("rationale does not name the task and approach: %s", first.Rationale)
 	}
@@ -107,6 +110,9 @@ func TestAdviceRationale(t *testing.T) {
 	a, _ := e.Advise(1, nil)
 	if !strings.Contains(a.Rationale, "last attempt") {
 		t.Errorf("rationale ignores the failed attempt: %s", a.Rationale)
+	}
+	if a.Brief != e.Task().Func+" again" {
+		t.Errorf("brief after a failed attempt: %q", a.Brief)
 	}
 }
 

@@ -3,6 +3,7 @@ package codeexec
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 )
 
 // rationale explains the reference solution in one of several phrasings.
@@ -27,4 +28,15 @@ func (e *Env) rationale(rng *rand.Rand) string {
 		progress = fmt.Sprintf(" My last attempt passed %.0f%% of the tests at best, so I rewrite it from scratch.", 100*e.best)
 	}
 	return fmt.Sprintf(phrasings[i], t.Signature()[len("def "):len(t.Signature())-1], t.Approach, progress)
+}
+
+// brief is the terse rationale for small models: the function's name, and
+// "again" after a failed attempt.
+func (e *Env) brief() string {
+	sig := e.task.Signature()
+	name, _, _ := strings.Cut(sig[len("def "):], "(")
+	if e.attempts > 0 {
+		return name + " again"
+	}
+	return name
 }

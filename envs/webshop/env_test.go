@@ -634,3 +634,42 @@ func TestRandomActionsAreAvailableActions(t *testing.T) {
 		t.Errorf("%d searches, %d clicks: want both", searches, clicks)
 	}
 }
+
+// TestExpertWritesWhatThePageShows: along a whole expert episode the first
+// search is a span of the instruction as written, product ids are clicked
+// as the results page shows them, and the brief rationale names the step in
+// a few words (the option group when selecting one).
+func TestExpertWritesWhatThePageShows(t *testing.T) {
+	for seed := uint64(0); seed < 20; seed++ {
+		e := newTestEnv(t, nil)
+		obs, _ := e.Reset(seed)
+		instr := e.Goal().Instruction
+		for step := 0; !e.done; step++ {
+			adv, err := e.Advise(1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := adv.Actions[0]
+			if adv.Brief == "" || len(strings.Fields(adv.Brief)) > 5 {
+				t.Fatalf("seed %d: brief %q for %s", seed, adv.Brief, a)
+			}
+			name, arg, _ := ParseAction(a)
+			shown := strings.TrimSuffix(strings.TrimPrefix(a, name+"["), "]") // ParseAction lower-cases
+			switch {
+			case step == 0:
+				if name != "search" || !strings.HasPrefix(instr, arg) {
+					t.Fatalf("seed %d: first search %q is not the start of %q", seed, a, instr)
+				}
+			case e.st.page == pageResults && name == "click" && strings.HasPrefix(adv.Brief, "open") && !strings.Contains(obs, "[SEP] "+shown+" [SEP]"):
+				t.Fatalf("seed %d: %s is not an element of the page as shown:\n%s", seed, a, obs)
+			case e.st.page == pageItem && adv.Brief != "buy" && strings.HasPrefix(adv.Brief, "select "):
+				group := strings.TrimPrefix(adv.Brief, "select ")
+				if !strings.Contains(instr, group+": "+arg) {
+					t.Fatalf("seed %d: brief %q for %s; the instruction says %q", seed, adv.Brief, a, instr)
+				}
+			}
+			res := mustStep(t, e, a)
+			obs = res.Observation
+		}
+	}
+}

@@ -31,8 +31,8 @@ func Example() {
 	fmt.Println(res.Done, err)
 	// Output:
 	// WebShop [SEP] Instruction: [SEP] i would like storage space bar stools with color: black, and count: set of 6, and size: 24 inch, and price lower than 190.00 dollars [SEP] Search
-	// search[bar stools storage space] -> 0 false
-	// click[b04rhckl4w] -> 0 false
+	// search[i would like storage space bar stools] -> 0 false
+	// click[B04RHCKL4W] -> 0 false
 	// click[black] -> 0 false
 	// click[set of 6] -> 0 false
 	// click[24 inch] -> 0 false

@@ -15,8 +15,8 @@ import (
 // fewest actions, then least disruptive):
 //
 //   - from the search page: each query among a few made of the
-//     instruction's words (type plus attributes, the instruction without
-//     options and price, ...), each of its top 50 results, reached by paging;
+//     instruction's words (the instruction without options and price, type
+//     plus attributes, ...), each of its top 50 results, reached by paging;
 //   - from a results page: each result, paging as needed, or a new search;
 //   - from an item page: this product with the requested options clicked,
 //     or going back to the results or to a new search;
@@ -139,7 +139,35 @@ func (e *Env) Advise(maxActions int, rng *rand.Rand) (envs.Advice, error) {
 	if rng != nil {
 		k = rng.IntN(len(phr))
 	}
-	return envs.Advice{Actions: actions, Rationale: fmt.Sprintf(phr[k], first.args...)}, nil
+	return envs.Advice{Actions: actions, Rationale: fmt.Sprintf(phr[k], first.args...), Brief: first.brief()}, nil
+}
+
+// brief is the decision's terse rationale for small models: what the step
+// does in two or three words (which option group, how many actions are
+// left), without the titles and the instruction the long form repeats.
+func (d decision) brief() string {
+	switch d.kind {
+	case whySearch:
+		return "search"
+	case whyOpen:
+		return "open match"
+	case whyNext:
+		return "next page"
+	case whyPrev:
+		return "previous page"
+	case whyBackToSearch:
+		return "search again"
+	case whyOption:
+		return "select " + d.args[1].(string)
+	case whyBuy:
+		return "buy"
+	case whyLeaveItem:
+		return "wrong item"
+	case whyLeaveSub:
+		return "back to item"
+	default: // whyHurry
+		return fmt.Sprintf("%d left, %s", d.args[0].(int), d.args[2].(string))
+	}
 }
 
 // choice is a product the expert could buy: the options to select and the
@@ -214,8 +242,10 @@ func (m *expertMemo) reset() {
 }
 
 // candidateQueries are the searches the expert considers, all made of the
-// instruction's own words: type plus attributes, the instruction without
-// options and price, the same plus option values, the type alone.
+// instruction's own words: the instruction without options and price
+// (first, so that among equally good searches the expert types a span of
+// the instruction as it reads, which a small model can copy), type plus
+// attributes, the same plus option values, the type alone.
 func (e *Env) candidateQueries() []string {
 	if e.memo.queries == nil {
 		g := &e.goal
@@ -225,8 +255,8 @@ func (e *Env) candidateQueries() []string {
 			opts = append(opts, o.Value)
 		}
 		e.memo.queries = []string{
-			g.Query + " " + attrs,
 			e.cat.Products[g.Product].instrText,
+			g.Query + " " + attrs,
 			g.Query + " " + attrs + " " + strings.Join(opts, " "),
 			g.Query,
 		}
@@ -410,7 +440,9 @@ func (e *Env) explain(pl plan, left int) decision {
 	case stepSearch:
 		return decision{"search[" + pl.query + "]", whySearch, []any{e.goalSummary(), pl.query}}
 	case stepOpen:
-		a := "click[" + strings.ToLower(p.ASIN) + "]"
+		// The id as the results page shows it (clicks ignore case): a
+		// model then copies it rather than changing its case.
+		a := "click[" + p.ASIN + "]"
 		if !perfect {
 			return decision{a, whyHurry, []any{left, p.Title, "open it"}}
 		}
