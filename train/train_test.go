@@ -517,3 +517,53 @@ func TestSameRunOnEveryKernelPath(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmStartCacheFollowsTheDemonstrations: a second start with the same
+// config reuses the cached warm start, and the cache key covers the
+// demonstrations' text, so an environment or expert that now writes
+// anything differently gets a model trained on what it writes now.
+func TestWarmStartCacheFollowsTheDemonstrations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := t.TempDir()
+	cfg := tinyConfig(t, filepath.Join(dir, "run"), 1, "warm_start.steps=20", "warm_start.cache_dir="+filepath.Join(dir, "cache"))
+	start := func() (*Trainer, *warmStartResult) {
+		t.Helper()
+		tr, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Console: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws, err := tr.warmStart(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr, ws
+	}
+	_, first := start()
+	tr, second := start()
+	if first.cached || !second.cached || first.dir != second.dir {
+		t.Fatalf("cached: first %v, second %v (dirs %s, %s); want a build, then the cached model", first.cached, second.cached, first.dir, second.dir)
+	}
+	if !slices.Equal(first.model.Params(), second.model.Params()) {
+		t.Error("the cached model differs from the one built")
+	}
+
+	demos := []rollout.Trajectory{{Seed: 7, Messages: []policy.Message{{Role: "user", Content: "obs"}, {Role: "assistant", Content: "<answer>Up</answer>"}}}}
+	key := func(d []rollout.Trajectory) string {
+		k, err := tr.warmStartKey(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	same := []rollout.Trajectory{{Seed: 7, Messages: slices.Clone(demos[0].Messages)}}
+	changed := []rollout.Trajectory{{Seed: 7, Messages: slices.Clone(demos[0].Messages)}}
+	changed[0].Messages[1].Content = "<answer>Down</answer>"
+	if key(demos) != key(same) {
+		t.Error("equal demonstrations gave different cache keys")
+	}
+	if key(demos) == key(changed) {
+		t.Error("a demonstration that acts differently kept the cache key")
+	}
+}

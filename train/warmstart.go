@@ -35,18 +35,26 @@ type warmStartResult struct {
 }
 
 // warmStartKey identifies everything the warm start depends on, so a cached
-// result is reused only for the same inputs.
-func (t *Trainer) warmStartKey() (string, error) {
+// result is reused only for the same inputs: the settings, and the
+// demonstrations' text itself, so that a change to an environment or its
+// expert (new observations, other actions or rationales) is never answered
+// with a model trained on the old ones.
+func (t *Trainer) warmStartKey(demos []rollout.Trajectory) (string, error) {
 	c := t.cfg
-	var b bytes.Buffer
+	h := sha256.New()
 	envYAML, err := yamlString(&c.Env.Config)
 	if err != nil {
 		return "", err
 	}
-	fmt.Fprintf(&b, "v2|env=%s|%s|rollout=%+v|model=%+v|warm=%+v|seed=%d|val=%+v|",
+	fmt.Fprintf(h, "v3|env=%s|%s|rollout=%+v|model=%+v|warm=%+v|seed=%d|val=%+v|",
 		c.Env.Name, envYAML, c.Rollout, c.Model, c.WarmStart, c.Run.Seed, c.Validation)
-	sum := sha256.Sum256(b.Bytes())
-	return hex.EncodeToString(sum[:8]), nil
+	for _, d := range demos {
+		fmt.Fprintf(h, "demo %d %d\n", d.Seed, len(d.Messages))
+		for _, m := range d.Messages {
+			fmt.Fprintf(h, "%s %d\n%s\n", m.Role, len(m.Content), m.Content)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 
 // warmStart returns the tokenizer and model RL starts from: loaded from
@@ -66,24 +74,6 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 		}
 		return &warmStartResult{tok: tok, model: ck.Model, cached: true, dir: c.Model.Init}, nil
 	}
-	key, err := t.warmStartKey()
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Join(c.WarmStart.CacheDir, "warmstart-"+c.Env.Name+"-"+key)
-	if c.WarmStart.Enabled {
-		if ck, err := native.LoadCheckpoint(dir); err == nil {
-			tok, err := tokenizerFromExtra(ck.Extra)
-			if err == nil {
-				t.log.Info("warm start: using cached model", "dir", dir)
-				return &warmStartResult{tok: tok, model: ck.Model, cached: true, dir: dir}, nil
-			}
-			t.log.Warn("warm start: cached model unusable, rebuilding", "dir", dir, "err", err)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			t.log.Warn("warm start: cached model unreadable, rebuilding", "dir", dir, "err", err)
-		}
-	}
-
 	seeds, _, err := t.nextSeeds(warmSeedBase, c.WarmStart.Episodes)
 	if err != nil {
 		return nil, err
@@ -101,12 +91,31 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	var corpus []string
-	succeeded := 0
 	for _, d := range demos {
 		if d.Err != "" {
 			return nil, fmt.Errorf("warm start: demonstration on seed %d: %s", d.Seed, d.Err)
 		}
+	}
+	key, err := t.warmStartKey(demos)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(c.WarmStart.CacheDir, "warmstart-"+c.Env.Name+"-"+key)
+	if c.WarmStart.Enabled {
+		if ck, err := native.LoadCheckpoint(dir); err == nil {
+			tok, err := tokenizerFromExtra(ck.Extra)
+			if err == nil {
+				t.log.Info("warm start: using cached model", "dir", dir)
+				return &warmStartResult{tok: tok, model: ck.Model, cached: true, dir: dir}, nil
+			}
+			t.log.Warn("warm start: cached model unusable, rebuilding", "dir", dir, "err", err)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			t.log.Warn("warm start: cached model unreadable, rebuilding", "dir", dir, "err", err)
+		}
+	}
+	var corpus []string
+	succeeded := 0
+	for _, d := range demos {
 		if d.Success {
 			succeeded++
 		}
