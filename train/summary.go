@@ -22,6 +22,9 @@ type Summary struct {
 	Status   string  `json:"status"` // finished, stopped early: …, interrupted
 	Steps    int     `json:"steps"`  // RL steps completed
 	WallTime float64 `json:"wall_time_s"`
+	// WarmStartTime is the part of WallTime spent building the warm start
+	// (0 when it came from the cache or the run resumed).
+	WarmStartTime float64 `json:"warm_start_time_s"`
 	// ValidationLevels is the number of held-out levels, and
 	// ValidationSamples the episodes played on each (the random baseline
 	// plays each level once).
@@ -70,7 +73,7 @@ func (s *session) summary(wall time.Duration, status string) (Summary, error) {
 	}
 	levels, samples := len(s.valSeeds), s.cfg.Validation.Samples
 	n := levels * samples
-	sum := Summary{Status: status, Steps: s.state.Step, WallTime: wall.Seconds(), ValidationLevels: levels, ValidationSamples: samples,
+	sum := Summary{Status: status, Steps: s.state.Step, WallTime: wall.Seconds(), WarmStartTime: s.warmStartTime.Seconds(), ValidationLevels: levels, ValidationSamples: samples,
 		Random: newRate(0, s.state.RandomValSuccess, levels), WarmStart: newRate(0, s.state.WarmStartValSuccess, n),
 		Best: Rate{}, Final: Rate{}, RunDir: s.cfg.Run.Out, Checkpoint: filepath.Join(s.cfg.Run.Out, checkpointsDir, latestCheckpoint)}
 	best, bestStep, final, finalStep := math.NaN(), 0, math.NaN(), 0
@@ -101,7 +104,11 @@ func (s *session) summarize(wall time.Duration, status string) {
 		return
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "\nrun %s after %d of %d steps, %s\n", status, sum.Steps, s.cfg.Run.Steps, wall.Round(time.Second))
+	fmt.Fprintf(&b, "\nrun %s after %d of %d steps, %s", status, sum.Steps, s.cfg.Run.Steps, wall.Round(time.Second))
+	if s.warmStartTime > 0 {
+		fmt.Fprintf(&b, " (warm start %s)", s.warmStartTime.Round(time.Second))
+	}
+	fmt.Fprintln(&b)
 	if sum.ValidationLevels > 0 {
 		episodes := fmt.Sprintf("%d held-out levels", sum.ValidationLevels)
 		if sum.ValidationSamples > 1 {

@@ -436,6 +436,9 @@ func TestKLInRewardRunEndsWithSummary(t *testing.T) {
 	if want := ms[2]["val-env/success"]; *sum.Final.Success != want {
 		t.Errorf("final success %v, metrics say %v", *sum.Final.Success, want)
 	}
+	if sum.WarmStartTime <= 0 || sum.WarmStartTime >= sum.WallTime || !strings.Contains(out, "(warm start ") {
+		t.Errorf("warm start time %vs of %vs not reported:\n%s", sum.WarmStartTime, sum.WallTime, out)
+	}
 }
 
 // TestWarmStartIsStepBudgeted: the warm start trains warm_start.steps

@@ -111,6 +111,9 @@ type session struct {
 	lock     *runlock.Lock
 	state    State
 	sched    native.Schedule
+	// warmStartTime is the time this session spent building the warm
+	// start (0 when it came from the cache or the run resumed).
+	warmStartTime time.Duration
 }
 
 // ErrStopped is returned by Run when a stopping rule ended the run early
@@ -200,9 +203,13 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 		s.learner, keep = l, s.state.Step
 		t.log.Info("resuming", "dir", resumeFrom, "step", s.state.Step)
 	} else {
+		began := t.now()
 		ws, err := t.warmStart(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if !ws.cached {
+			s.warmStartTime = t.now().Sub(began)
 		}
 		if s.learner, err = newNativeLearner(c, ws.model, ws.tok); err != nil {
 			return nil, err
