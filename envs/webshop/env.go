@@ -54,7 +54,20 @@ type Config struct {
 	// ShowActions appends RAGEN's list of available actions to every
 	// observation (default true).
 	ShowActions bool `yaml:"show_actions"`
+	// ResultLabels names the products on a results page: "asin" (the
+	// default; empty means the same) shows WebShop's ten-character product
+	// ids, clicked as click[b0abc12xyz]; "rank" shows their rank among the
+	// search's results, 1 to 50, clicked as click[3]. Ranks are a rendering
+	// for small models trained from scratch, which cannot copy random ids
+	// reliably; the product pages, the goals and the reward are the same.
+	ResultLabels string `yaml:"result_labels"`
 }
+
+// The values of Config.ResultLabels.
+const (
+	LabelASIN = "asin"
+	LabelRank = "rank"
+)
 
 // MaxCatalog bounds the catalog key: larger catalogues take minutes and
 // gigabytes to build.
@@ -63,7 +76,7 @@ const MaxCatalog = 2_000_000
 // DefaultConfig is RAGEN's WebShop setting: small catalogue, 9 actions,
 // binary reward, train goals, actions listed.
 func DefaultConfig() Config {
-	return Config{Catalog: "small", MaxActions: 9, Reward: RewardBinary, Split: SplitTrain, ShowActions: true}
+	return Config{Catalog: "small", MaxActions: 9, Reward: RewardBinary, Split: SplitTrain, ShowActions: true, ResultLabels: LabelASIN}
 }
 
 // CatalogSize resolves the catalog key to a number of products.
@@ -98,6 +111,9 @@ func (c *Config) Validate() error {
 	case SplitTrain, SplitVal, SplitTest:
 	default:
 		return fmt.Errorf("split: must be %q, %q or %q, got %q", SplitTrain, SplitVal, SplitTest, c.Split)
+	}
+	if c.ResultLabels != "" && c.ResultLabels != LabelASIN && c.ResultLabels != LabelRank {
+		return fmt.Errorf("result_labels: must be %q (product ids, as WebShop) or %q (result ranks), got %q", LabelASIN, LabelRank, c.ResultLabels)
 	}
 	return nil
 }

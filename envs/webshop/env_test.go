@@ -45,23 +45,24 @@ func TestConfigYAML(t *testing.T) {
 	if got := f.Config().(Config); got != DefaultConfig() {
 		t.Errorf("default config %+v", got)
 	}
-	f, err = envs.NewFactoryYAML("webshop", []byte("catalog: 300\ncatalog_seed: 4\nmax_actions: 15\nreward: raw\nsplit: test\nshow_actions: false\n"))
+	f, err = envs.NewFactoryYAML("webshop", []byte("catalog: 300\ncatalog_seed: 4\nmax_actions: 15\nreward: raw\nsplit: test\nshow_actions: false\nresult_labels: rank\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Catalog: "300", CatalogSeed: 4, MaxActions: 15, Reward: RewardRaw, Split: SplitTest}
+	want := Config{Catalog: "300", CatalogSeed: 4, MaxActions: 15, Reward: RewardRaw, Split: SplitTest, ResultLabels: LabelRank}
 	if got := f.Config().(Config); got != want {
 		t.Errorf("config %+v, want %+v", got, want)
 	}
 	for yaml, key := range map[string]string{
-		"catalog: huge":    "catalog:",
-		"catalog: 0":       "catalog:",
-		"max_actions: 0":   "max_actions:",
-		"reward: dense":    "reward:",
-		"split: dev":       "split:",
-		"products: 10":     `unknown key "products"`,
-		"catalog: -5":      "catalog:",
-		"catalog: 3000000": "catalog:",
+		"catalog: huge":     "catalog:",
+		"catalog: 0":        "catalog:",
+		"max_actions: 0":    "max_actions:",
+		"reward: dense":     "reward:",
+		"split: dev":        "split:",
+		"result_labels: id": "result_labels:",
+		"products: 10":      `unknown key "products"`,
+		"catalog: -5":       "catalog:",
+		"catalog: 3000000":  "catalog:",
 	} {
 		_, err := envs.NewFactoryYAML("webshop", []byte(yaml))
 		if err == nil || !strings.Contains(err.Error(), key) {
@@ -640,8 +641,9 @@ func TestRandomActionsAreAvailableActions(t *testing.T) {
 // as the results page shows them, and the brief rationale names the step in
 // a few words (the option group when selecting one).
 func TestExpertWritesWhatThePageShows(t *testing.T) {
-	for seed := uint64(0); seed < 20; seed++ {
-		e := newTestEnv(t, nil)
+	for i := range 40 {
+		seed, labels := uint64(i/2), []string{LabelASIN, LabelRank}[i%2]
+		e := newTestEnv(t, func(c *Config) { c.ResultLabels = labels })
 		obs, _ := e.Reset(seed)
 		instr := e.Goal().Instruction
 		for step := 0; !e.done; step++ {
@@ -670,6 +672,51 @@ func TestExpertWritesWhatThePageShows(t *testing.T) {
 			}
 			res := mustStep(t, e, a)
 			obs = res.Observation
+		}
+	}
+}
+
+// TestRankLabels: with result_labels rank, results are shown and clicked by
+// their rank over all pages, a rank of another page is not clickable, and
+// the expert buys the same products as with ids.
+func TestRankLabels(t *testing.T) {
+	e := newTestEnv(t, func(c *Config) { c.ResultLabels = LabelRank })
+	e.Reset(3)
+	obs := mustStep(t, e, "search[shampoo]").Observation
+	if !strings.Contains(obs, "Next > [SEP] 1 [SEP] ") || !strings.Contains(obs, "click[10]") || strings.Contains(obs, "click[11]") {
+		t.Fatalf("page 1:\n%s", obs)
+	}
+	third := e.st.results[2]
+	if res := mustStep(t, e, "click[11]"); res.Info.ActionValid {
+		t.Error("a rank on another page was clickable")
+	}
+	mustStep(t, e, "click[next >]")
+	if obs := e.Render(); !strings.Contains(obs, "[SEP] 11 [SEP] ") || strings.Contains(obs, "click[10]") {
+		t.Fatalf("page 2:\n%s", obs)
+	}
+	mustStep(t, e, "click[< prev]")
+	mustStep(t, e, "click[3]")
+	if e.st.page != pageItem || e.st.item != third {
+		t.Fatalf("click[3] opened product %d on page %v, want %d", e.st.item, e.st.page, third)
+	}
+	bought := func(labels string, seed uint64) (string, float64) {
+		e := newTestEnv(t, func(c *Config) { c.ResultLabels = labels })
+		e.Reset(seed)
+		var res envs.StepResult
+		for !e.done {
+			adv, err := e.Advise(1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res = mustStep(t, e, adv.Actions[0])
+		}
+		return e.cat.Products[e.st.item].ASIN, res.Reward
+	}
+	for seed := uint64(0); seed < 20; seed++ {
+		a, ra := bought(LabelASIN, seed)
+		b, rb := bought(LabelRank, seed)
+		if a != b || ra != rb {
+			t.Errorf("seed %d: ids buy %s (%v), ranks %s (%v)", seed, a, ra, b, rb)
 		}
 	}
 }

@@ -436,21 +436,25 @@ func (e *Env) explain(pl plan, left int) decision {
 	}
 	p := &e.cat.Products[pl.product]
 	perfect := pl.raw >= 1
+	label, named := p.ASIN, p.ASIN // as the page shows it, and in a sentence
+	if r := slices.Index(s.results, pl.product); r >= 0 && e.cfg.ResultLabels == LabelRank {
+		label, named = e.resultLabel(r, pl.product), "result "+e.resultLabel(r, pl.product)
+	}
 	switch pl.step {
 	case stepSearch:
 		return decision{"search[" + pl.query + "]", whySearch, []any{e.goalSummary(), pl.query}}
 	case stepOpen:
-		// The id as the results page shows it (clicks ignore case): a
+		// The label as the results page shows it (clicks ignore case): a
 		// model then copies it rather than changing its case.
-		a := "click[" + p.ASIN + "]"
+		a := "click[" + label + "]"
 		if !perfect {
 			return decision{a, whyHurry, []any{left, p.Title, "open it"}}
 		}
-		return decision{a, whyOpen, []any{s.resultPage, p.ASIN, p.Title, p.PriceText(), e.fitSummary(e.evaluate(pl.product))}}
+		return decision{a, whyOpen, []any{s.resultPage, named, p.Title, p.PriceText(), e.fitSummary(e.evaluate(pl.product))}}
 	case stepNext:
-		return decision{"click[" + btnNext + "]", whyNext, []any{s.resultPage, e.wantSummary(), p.ASIN, pl.page}}
+		return decision{"click[" + btnNext + "]", whyNext, []any{s.resultPage, e.wantSummary(), named, pl.page}}
 	case stepPrev:
-		return decision{"click[" + btnPrev + "]", whyPrev, []any{s.resultPage, e.wantSummary(), p.ASIN, pl.page}}
+		return decision{"click[" + btnPrev + "]", whyPrev, []any{s.resultPage, e.wantSummary(), named, pl.page}}
 	case stepBackToSearch:
 		return decision{"click[" + btnBackToSearch + "]", whyBackToSearch, []any{len(s.results), s.keywords, e.wantSummary()}}
 	case stepOption:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -91,8 +92,9 @@ func (e *Env) clickables() []string {
 			out = append(out, btnPrev)
 		}
 		out = append(out, btnNext)
-		for _, pi := range s.pageProducts() {
-			out = append(out, strings.ToLower(e.cat.Products[pi].ASIN))
+		lo := (s.resultPage - 1) * PageSize
+		for i, pi := range s.pageProducts() {
+			out = append(out, strings.ToLower(e.resultLabel(lo+i, pi)))
 		}
 		return out
 	case pageItem:
@@ -105,6 +107,15 @@ func (e *Env) clickables() []string {
 		return []string{btnBackToSearch, btnPrev}
 	}
 	return nil
+}
+
+// resultLabel is how the results page shows, and a click names, product
+// pi at rank r (0-based) of the results: its ASIN, or its rank from 1.
+func (e *Env) resultLabel(r, pi int) string {
+	if e.cfg.ResultLabels == LabelRank {
+		return strconv.Itoa(r + 1)
+	}
+	return e.cat.Products[pi].ASIN
 }
 
 // availableActions is RAGEN's list: search[<query>] where there is a search
@@ -152,7 +163,13 @@ func (e *Env) transition(name, arg string) (valid, bought bool) {
 		s.resultPage--
 		e.st = s
 	case s.page == pageResults:
-		pi := e.cat.byASIN[strings.ToUpper(arg)]
+		var pi int
+		if e.cfg.ResultLabels == LabelRank {
+			r, _ := strconv.Atoi(arg) // a clickable, so a rank on this page
+			pi = s.results[r-1]
+		} else {
+			pi = e.cat.byASIN[strings.ToUpper(arg)]
+		}
 		s.page, s.item, s.options = pageItem, pi, nil
 		e.st = s
 	case s.page == pageItem && arg == btnPrev:
@@ -215,9 +232,10 @@ func (e *Env) render() string {
 			parts = append(parts, "< Prev")
 		}
 		parts = append(parts, "Next >")
-		for _, pi := range s.pageProducts() {
+		lo := (s.resultPage - 1) * PageSize
+		for i, pi := range s.pageProducts() {
 			p := &e.cat.Products[pi]
-			parts = append(parts, p.ASIN, p.Title, p.PriceText())
+			parts = append(parts, e.resultLabel(lo+i, pi), p.Title, p.PriceText())
 		}
 	case pageItem:
 		p := &e.cat.Products[s.item]
