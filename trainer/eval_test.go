@@ -10,7 +10,10 @@ import (
 	"testing"
 
 	"github.com/agentrl/agentrl/policy/local"
+	"github.com/agentrl/agentrl/policy/native"
 	"github.com/agentrl/agentrl/policy/serve"
+	"github.com/agentrl/agentrl/policy/tokenizer"
+	"github.com/agentrl/agentrl/train"
 )
 
 var evalLine = regexp.MustCompile(`episodes (\d+)  success ([\d.]+) \(95% CI ([\d.]+)-([\d.]+)\)  mean return (-?[\d.]+)  format-valid ([\d.]+)  failed (\d+)`)
@@ -71,5 +74,69 @@ func TestEvalUsage(t *testing.T) {
 		if code, _, _ := runCLI(t, "", args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
+	}
+}
+
+// TestServedModelConfigsEvaluate: every configs/*-vllm.yaml plays its
+// episodes to the end against a model behind `serve`, token-level through
+// the vLLM client, with the config's whole-conversation prompts fitting the
+// served context (a long-context stand-in for the LLM they are meant for).
+func TestServedModelConfigsEvaluate(t *testing.T) {
+	files, err := filepath.Glob("../configs/*-vllm.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no served-model configs: %v", err)
+	}
+	tok := tokenizer.New()
+	m, err := native.New(native.Config{Vocab: tok.VocabSize(), DModel: 16, Layers: 1, Heads: 2, DFF: 32, MaxSeq: 16384, TieEmbeddings: true}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := local.New("long-context-stand-in", m, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve.New(p, serve.Options{})
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			dir := t.TempDir()
+			code, out, errOut := runCLI(t, "", "eval", "-config", file, "-vllm", ts.URL, "-episodes", "2", "-set", "rollout.sampling.max_tokens=8", "-out", dir)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			m := evalLine.FindStringSubmatch(out)
+			if m == nil || m[1] != "2" || m[7] != "0" {
+				t.Fatalf("want 2 episodes, none failed: %q %s", out, errOut)
+			}
+			cfg, err := train.Load(file, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := os.ReadFile(filepath.Join(dir, "transcripts.jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The untrained model never solves a task, so every episode
+			// lasts all its turns unless its context runs out.
+			for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				var ep struct {
+					Messages []struct{ Role string } `json:"messages"`
+				}
+				if err := json.Unmarshal([]byte(line), &ep); err != nil {
+					t.Fatal(err)
+				}
+				turns := 0
+				for _, msg := range ep.Messages {
+					if msg.Role == "assistant" {
+						turns++
+					}
+				}
+				if turns != cfg.Rollout.MaxTurns {
+					t.Errorf("an episode played %d turns, want all %d", turns, cfg.Rollout.MaxTurns)
+				}
+			}
+		})
 	}
 }
