@@ -8,9 +8,10 @@
 //	go run ./scripts/envtable -readme README.md    # also replace the table there
 //
 // Every run is an ordinary trainer run (printed before it starts) in its
-// own directory under -out, with checkpoint.resume off, so the table is
-// rebuilt from scratch; warm starts come from runs/cache when an earlier
-// run built the same one (the table then shows its time as cached).
+// own directory under -out, with checkpoint.resume off and a warm-start
+// cache of its own, emptied first, so every number is rebuilt from scratch
+// as on a fresh clone. With -readme, the rows of configs not named keep
+// their values, so one environment can be measured again alone.
 package main
 
 import (
@@ -103,13 +104,20 @@ func run(ctx context.Context, seeds int, out, readme string, configs []string) e
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("go build ./trainer: %w", err)
 	}
+	// A cache of its own, emptied first, so that every warm start is built
+	// and timed as on a fresh clone.
+	cache := filepath.Join(out, "cache")
+	if err := os.RemoveAll(cache); err != nil {
+		return err
+	}
 	var rows []string
 	for _, cfg := range configs {
 		name := strings.TrimSuffix(filepath.Base(cfg), filepath.Ext(cfg))
 		var sums []summary
 		for seed := 1; seed <= seeds; seed++ {
 			dir := filepath.Join(out, fmt.Sprintf("%s-seed%d", name, seed))
-			args := []string{"-config", cfg, "-out", dir, "-set", fmt.Sprintf("run.seed=%d", seed), "-set", "checkpoint.resume=false"}
+			args := []string{"-config", cfg, "-out", dir, "-set", fmt.Sprintf("run.seed=%d", seed), "-set", "checkpoint.resume=false",
+				"-set", "warm_start.cache_dir=" + cache}
 			fmt.Fprintf(os.Stderr, "\n$ go run ./trainer %s\n", strings.Join(args, " "))
 			cmd := exec.CommandContext(ctx, bin, args...)
 			var logs bytes.Buffer
@@ -126,12 +134,67 @@ func run(ctx context.Context, seeds int, out, readme string, configs []string) e
 		}
 		rows = append(rows, row(cfg, sums))
 	}
+	if readme != "" {
+		// Rows of configs not run this time stay as they were.
+		old, err := readTable(readme)
+		if err != nil {
+			return err
+		}
+		rows = mergeRows(old, rows)
+	}
 	table := tableText(seeds, rows)
 	fmt.Println(table)
 	if readme != "" {
 		return replaceTable(readme, table)
 	}
 	return nil
+}
+
+// rowName is the config name a table row starts with ("| [name](…").
+func rowName(row string) string {
+	name, _, ok := strings.Cut(strings.TrimPrefix(row, "| ["), "](")
+	if !ok || !strings.HasPrefix(row, "| [") {
+		return ""
+	}
+	return name
+}
+
+// readTable returns the rows of the table between the markers in file.
+func readTable(file string) ([]string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	s := string(b)
+	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("%s: no %q … %q block to replace", file, beginMarker, endMarker)
+	}
+	var rows []string
+	for _, line := range strings.Split(s[i:j], "\n") {
+		if rowName(line) != "" {
+			rows = append(rows, line)
+		}
+	}
+	return rows, nil
+}
+
+// mergeRows replaces the rows of old that fresh has again, adds the others,
+// and sorts by config name.
+func mergeRows(old, fresh []string) []string {
+	byName := map[string]string{}
+	for _, r := range old {
+		byName[rowName(r)] = r
+	}
+	for _, r := range fresh {
+		byName[rowName(r)] = r
+	}
+	out := make([]string, 0, len(byName))
+	for _, r := range byName {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b string) int { return strings.Compare(rowName(a), rowName(b)) })
+	return out
 }
 
 func readSummary(dir string) (summary, error) {
@@ -184,9 +247,6 @@ func row(cfg string, sums []summary) string {
 	warm := median(func(s summary) float64 { return s.WarmStartTime })
 	rl := median(func(s summary) float64 { return s.WallTime - s.WarmStartTime })
 	warmText := warm.String()
-	if warm == 0 {
-		warmText = "cached"
-	}
 	name := strings.TrimSuffix(filepath.Base(cfg), filepath.Ext(cfg))
 	return fmt.Sprintf("| [%s](%s) | %s | %s | %s | %d × %d | %s | %s |", name, filepath.ToSlash(cfg),
 		cell(func(s summary) float64 { return s.Random.value() }),
