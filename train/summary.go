@@ -26,8 +26,8 @@ type Summary struct {
 	// (0 when it came from the cache or the run resumed).
 	WarmStartTime float64 `json:"warm_start_time_s"`
 	// ValidationLevels is the number of held-out levels, and
-	// ValidationSamples the episodes played on each (the random baseline
-	// plays each level once).
+	// ValidationSamples the episodes played on each (by the random
+	// baseline too).
 	ValidationLevels  int `json:"validation_levels"`
 	ValidationSamples int `json:"validation_samples"`
 	// Random, WarmStart, Best and Final are validation success rates (NaN,
@@ -74,7 +74,7 @@ func (s *session) summary(wall time.Duration, status string) (Summary, error) {
 	levels, samples := len(s.valSeeds), s.cfg.Validation.Samples
 	n := levels * samples
 	sum := Summary{Status: status, Steps: s.state.Step, WallTime: wall.Seconds(), WarmStartTime: s.warmStartTime.Seconds(), ValidationLevels: levels, ValidationSamples: samples,
-		Random: newRate(0, s.state.RandomValSuccess, levels), WarmStart: newRate(0, s.state.WarmStartValSuccess, n),
+		Random: newRate(0, s.state.RandomValSuccess, n), WarmStart: newRate(0, s.state.WarmStartValSuccess, n),
 		Best: Rate{}, Final: Rate{}, RunDir: s.cfg.Run.Out, Checkpoint: filepath.Join(s.cfg.Run.Out, checkpointsDir, latestCheckpoint)}
 	best, bestStep, final, finalStep := math.NaN(), 0, math.NaN(), 0
 	for _, r := range rows {

@@ -373,7 +373,7 @@ func (s *session) loop(ctx context.Context) error {
 		if math.IsNaN(r) {
 			s.log.Info("validation: no random-policy baseline for this environment (free-form actions)")
 		} else {
-			s.log.Info("validation: random policy", "success", r, "levels", len(s.valSeeds))
+			s.log.Info("validation: random policy", "success", r, "levels", len(s.valSeeds), "samples", c.Validation.Samples)
 		}
 	}
 	// Step 0 is validated once: a run resumed from a checkpoint at step 0
@@ -608,7 +608,7 @@ func (s *session) update(ctx context.Context, step int, kept Batch, m metrics) e
 	return nil
 }
 
-// validate plays every validation level once.
+// validate plays every validation level validation.samples times.
 func (s *session) validate(ctx context.Context) (map[string]float64, error) {
 	t0 := s.now()
 	trajs, err := s.valEng.Run(ctx, s.valSeeds, s.cfg.Validation.Samples, stepSeed(s.cfg.Run.Seed, s.state.Step, 4))
@@ -630,14 +630,20 @@ func (s *session) validate(ctx context.Context) (map[string]float64, error) {
 // valid-action policy (rollout.RunRandom) on the validation levels, or NaN
 // when the environment has no random policy.
 func (s *session) randomBaseline(ctx context.Context) (float64, error) {
-	trajs, err := rollout.RunRandom(ctx, s.cfg.Rollout, s.valFactory, s.valSeeds, stepSeed(s.cfg.Run.Seed, 0, 5))
-	if errors.Is(err, rollout.ErrNoRandomPolicy) {
-		return math.NaN(), nil
+	// As many episodes per level as validation plays, each with its own
+	// random stream, so that both rates have the same resolution.
+	var all []rollout.Trajectory
+	for k := range s.cfg.Validation.Samples {
+		trajs, err := rollout.RunRandom(ctx, s.cfg.Rollout, s.valFactory, s.valSeeds, stepSeed(s.cfg.Run.Seed, k, 5))
+		if errors.Is(err, rollout.ErrNoRandomPolicy) {
+			return math.NaN(), nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		all = append(all, trajs...)
 	}
-	if err != nil {
-		return 0, err
-	}
-	return rollout.Metrics("random", trajs, 1)["random/success"], nil
+	return rollout.Metrics("random", all, 1)["random/success"], nil
 }
 
 // meanStd is the filter's mean in-group reward std, 0 for an empty result.
