@@ -39,6 +39,7 @@ type summary struct {
 	WallTime      float64 `json:"wall_time_s"`
 	WarmStartTime float64 `json:"warm_start_time_s"`
 	Levels        int     `json:"validation_levels"`
+	Samples       int     `json:"validation_samples"`
 	Random        rate    `json:"random"`
 	WarmStart     rate    `json:"warm_start"`
 	Final         rate    `json:"final"`
@@ -252,7 +253,7 @@ func row(cfg string, sums []summary) string {
 		cell(func(s summary) float64 { return s.Random.value() }),
 		cell(func(s summary) float64 { return s.WarmStart.value() }),
 		cell(func(s summary) float64 { return s.Final.value() }),
-		sums[0].Steps, sums[0].Levels, warmText, rl)
+		sums[0].Steps, sums[0].Levels*max(sums[0].Samples, 1), warmText, rl)
 }
 
 func tableText(seeds int, rows []string) string {
@@ -263,7 +264,7 @@ func tableText(seeds int, rows []string) string {
 		mean = "%d seed"
 	}
 	fmt.Fprintf(&b, "Validation success, "+mean+"; wall times are medians, on 2 cores.\n\n", seeds)
-	b.WriteString("| config | random policy | after warm start | after RL | RL steps × val. levels | warm start | RL (incl. validation) |\n")
+	b.WriteString("| config | random policy | after warm start | after RL | RL steps × val. episodes | warm start | RL (incl. validation) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		b.WriteString(r + "\n")
