@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	_ "github.com/agentrl/agentrl/envs/builtin"
+	"github.com/agentrl/agentrl/internal/stats"
 )
 
 // TestShippedConfigsRun starts every config in configs/ for two steps, shrunk
@@ -74,6 +75,16 @@ func TestShippedConfigsRun(t *testing.T) {
 			}
 			if sum.Steps != 2 || sum.Final.Success == nil || sum.WarmStart.Success == nil {
 				t.Errorf("summary %s", raw)
+			}
+			// The random baseline plays as many episodes as validation.
+			if r := sum.Random; r.Success != nil {
+				n := sum.ValidationLevels * sum.ValidationSamples
+				if lo, hi := stats.Wilson(*r.Success, n); lo != *r.Low || hi != *r.High {
+					t.Errorf("random baseline interval [%v, %v], want [%v, %v] over %d episodes", *r.Low, *r.High, lo, hi, n)
+				}
+				if k := *r.Success * float64(n); math.Abs(k-math.Round(k)) > 1e-9 {
+					t.Errorf("random success %v is not a count over %d episodes", *r.Success, n)
+				}
 			}
 		})
 	}
