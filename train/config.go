@@ -379,11 +379,3 @@ func (c *Config) earlyStop() algos.EarlyStopConfig {
 // policy.
 func (c *Config) needsReference() bool { return c.Algo.UseKLLoss || c.Algo.UseKLInReward }
 
-// yamlString renders a YAML node (empty for an absent one).
-func yamlString(n *yaml.Node) (string, error) {
-	if n.Kind == 0 {
-		return "", nil
-	}
-	out, err := yaml.Marshal(n)
-	return string(out), err
-}

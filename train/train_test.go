@@ -569,4 +569,29 @@ func TestWarmStartCacheFollowsTheDemonstrations(t *testing.T) {
 	if key(demos) == key(changed) {
 		t.Error("a demonstration that acts differently kept the cache key")
 	}
+
+	// The key is the same on every start of a config whose YAML nodes
+	// (validation.env_config) are decoded anew each time, and follows
+	// what they say.
+	keyOf := func(set ...string) string {
+		t.Helper()
+		tr, err := New(tinyConfig(t, filepath.Join(dir, "run"), 1, set...), quietOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := tr.warmStartKey(demos)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	if a, b := keyOf("validation.env_config.max_steps=50"), keyOf("validation.env_config.max_steps=50"); a != b {
+		t.Errorf("two starts of one config gave cache keys %s and %s", a, b)
+	}
+	if keyOf("validation.env_config.max_steps=50") == keyOf("validation.env_config.max_steps=60") {
+		t.Error("validation.env_config does not change the cache key")
+	}
+	if keyOf("rollout.concurrency=1") != keyOf("rollout.concurrency=3") {
+		t.Error("rollout.concurrency, which changes no result, changed the cache key")
+	}
 }

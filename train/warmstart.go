@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/agentrl/agentrl/policy"
@@ -41,13 +43,26 @@ type warmStartResult struct {
 // with a model trained on the old ones.
 func (t *Trainer) warmStartKey(demos []rollout.Trajectory) (string, error) {
 	c := t.cfg
-	h := sha256.New()
-	envYAML, err := yamlString(&c.Env.Config)
-	if err != nil {
-		return "", err
+	// The settings as dotted YAML keys, as in the run identity: printing
+	// the structs with %v would show the addresses inside yaml.Node
+	// fields (validation.env_config), giving a new key on every start.
+	flat := map[string]string{}
+	for _, part := range []struct {
+		prefix string
+		v      any
+	}{{"env.config", t.factory.Config()}, {"rollout", c.Rollout}, {"model", c.Model},
+		{"warm_start", c.WarmStart}, {"validation", c.Validation}} {
+		if err := flattenYAML(part.prefix, part.v, flat); err != nil {
+			return "", err
+		}
 	}
-	fmt.Fprintf(h, "v3|env=%s|%s|rollout=%+v|model=%+v|warm=%+v|seed=%d|val=%+v|",
-		c.Env.Name, envYAML, c.Rollout, c.Model, c.WarmStart, c.Run.Seed, c.Validation)
+	h := sha256.New()
+	fmt.Fprintf(h, "v4|env=%s|seed=%d\n", c.Env.Name, c.Run.Seed)
+	for _, k := range slices.Sorted(maps.Keys(flat)) {
+		if !notIdentity[k] {
+			fmt.Fprintf(h, "%s=%s\n", k, flat[k])
+		}
+	}
 	for _, d := range demos {
 		fmt.Fprintf(h, "demo %d %d\n", d.Seed, len(d.Messages))
 		for _, m := range d.Messages {

@@ -162,14 +162,9 @@ func rowName(row string) string {
 
 // readTable returns the rows of the table between the markers in file.
 func readTable(file string) ([]string, error) {
-	b, err := os.ReadFile(file)
+	s, i, j, err := tableBlock(file)
 	if err != nil {
 		return nil, err
-	}
-	s := string(b)
-	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
-	if i < 0 || j < i {
-		return nil, fmt.Errorf("%s: no %q … %q block to replace", file, beginMarker, endMarker)
 	}
 	var rows []string
 	for _, line := range strings.Split(s[i:j], "\n") {
@@ -276,16 +271,24 @@ func tableText(seeds int, rows []string) string {
 // replaceTable writes table over the lines from beginMarker to endMarker in
 // file, or fails if the markers are missing.
 func replaceTable(file, table string) error {
-	b, err := os.ReadFile(file)
+	s, i, j, err := tableBlock(file)
 	if err != nil {
 		return err
 	}
-	s := string(b)
-	i := strings.Index(s, beginMarker)
-	j := strings.Index(s, endMarker)
-	if i < 0 || j < i {
-		return fmt.Errorf("%s: no %q … %q block to replace", file, beginMarker, endMarker)
+	return os.WriteFile(file, []byte(s[:i]+table+s[j+len(endMarker):]), 0o644)
+}
+
+// tableBlock reads file and finds its markers: the text, where beginMarker
+// starts and where endMarker starts.
+func tableBlock(file string) (text string, begin, end int, err error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", 0, 0, err
 	}
-	s = s[:i] + table + s[j+len(endMarker):]
-	return os.WriteFile(file, []byte(s), 0o644)
+	s := string(b)
+	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
+	if i < 0 || j < i {
+		return "", 0, 0, fmt.Errorf("%s: no %q … %q block to replace", file, beginMarker, endMarker)
+	}
+	return s, i, j, nil
 }
