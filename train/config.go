@@ -378,4 +378,3 @@ func (c *Config) earlyStop() algos.EarlyStopConfig {
 // needsReference reports whether any KL term needs the frozen reference
 // policy.
 func (c *Config) needsReference() bool { return c.Algo.UseKLLoss || c.Algo.UseKLInReward }
-
