@@ -19,7 +19,12 @@
 //	value.go             clipped value loss
 //	loss.go              the assembled actor and critic objectives, advantage dispatch
 //	episodes.go          advantages for episodes split into per-turn sequences
-//	preset.go            PPO, DAPO, GRPO, DrGRPO presets
+//	turns.go             Turn: the unit of turn-level credit, its checks
+//	credit.go            turn-level credit on a group estimator, dispatch
+//	gigpo.go             GiGPO step advantages from anchor-state groups
+//	solver_credit.go     CAST solver cost-to-go credit (asinh, batch RMS)
+//	bilevel_gae.go       RAGEN's bi-level (turn, then token) GAE
+//	preset.go            PPO, DAPO, GRPO, DrGRPO, GiGPO, CAST, BiLevelPPO presets
 //	filter.go            group scores, FilterGroups, metrics
 //	filter_topp.go       SNR-aware top-p (linear and softmax)
 //	filter_topk.go       top-k (StarPO-S), top-k-abs, min-p
@@ -78,6 +83,12 @@
 //
 //	collapse/first_turn_num_total, collapse/first_turn_num_valid, collapse/first_turn_valid_rate
 //	collapse/valid_thinking_rate
+//
+// GiGPOStats.Metrics and SolverStats.Metrics (all +):
+//
+//	credit/anchor_groups, credit/anchor_group_size_mean, credit/anchor_singleton_ratio, credit/step_adv_abs_mean
+//	credit/solver_rms, credit/solver_deadlocks, credit/solver_known_ratio, credit/solver_adv_raw_mean
+//	credit/solver_progress_ratio, credit/solver_wasted_ratio, credit/solver_harmful_ratio
 //
 // ActorLossResult.Metrics and CriticLossResult.Metrics:
 //

@@ -34,17 +34,9 @@ func (p Preset) episodeGroupAdvantages(in AdvantageInput) (advantages, returns [
 	if len(in.Episode) != len(in.Mask) {
 		return nil, nil, fmt.Errorf("algos: %d episode indices for %d sequences", len(in.Episode), len(in.Mask))
 	}
-	turns := make([]int, len(in.Scores))
-	for i, e := range in.Episode {
-		if e < 0 || e >= len(in.Scores) {
-			return nil, nil, fmt.Errorf("algos: sequence %d belongs to episode %d, outside 0..%d", i, e, len(in.Scores)-1)
-		}
-		turns[e]++
-	}
-	for e, n := range turns {
-		if n == 0 {
-			return nil, nil, fmt.Errorf("algos: episode %d has no sequence", e)
-		}
+	balance, err := episodeBalance(in.Episode, len(in.Scores))
+	if err != nil {
+		return nil, nil, err
 	}
 	var perEpisode []float64
 	if p.Estimator == EstimatorRLOO {
@@ -55,10 +47,9 @@ func (p Preset) episodeGroupAdvantages(in AdvantageInput) (advantages, returns [
 	if err != nil {
 		return nil, nil, err
 	}
-	balance := float64(len(in.Episode)) / float64(len(in.Scores))
 	values := make([]float64, len(in.Episode))
 	for i, e := range in.Episode {
-		values[i] = perEpisode[e] * balance / float64(turns[e])
+		values[i] = perEpisode[e] * balance[e]
 	}
 	adv, err := BroadcastToTokens(values, in.Mask)
 	return adv, adv, err

@@ -158,6 +158,9 @@ type AdvantageInput struct {
 	TokenRewards [][]float64
 	// Groups are the episode groups (GRPO, RLOO).
 	Groups Groups
+	// Turns describe every episode's turns (turns.go): the turn-level
+	// credit methods and bi-level GAE read them; nil otherwise.
+	Turns [][]Turn
 	// Values are the critic's values at rollout time (GAE).
 	Values [][]float64
 	// OldLogProb and RefLogProb are read when the KL penalty in reward is on.
@@ -171,9 +174,39 @@ type AdvantageInput struct {
 // Returns are the GAE / REINFORCE++ returns; for group estimators they equal
 // the advantages (as verl sets them).
 func (p Preset) Advantages(in AdvantageInput) (advantages, returns [][]float64, err error) {
+	advantages, returns, _, err = p.AdvantagesWithMetrics(in)
+	return advantages, returns, err
+}
+
+// AdvantagesWithMetrics is Advantages that also returns the turn-level
+// credit statistics (credit/… metrics; nil without turn-level credit).
+func (p Preset) AdvantagesWithMetrics(in AdvantageInput) (advantages, returns [][]float64, metrics map[string]float64, err error) {
 	if err := p.Validate(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	if p.UsesTurns() && in.Turns == nil {
+		return nil, nil, nil, fmt.Errorf("algos: credit %q / bi_level_gae %v needs the episodes' turns", string(p.Credit), p.BiLevelGAE)
+	}
+	if p.BiLevelGAE {
+		if in.TokenRewards != nil {
+			return nil, nil, nil, fmt.Errorf("algos: bi_level_gae uses the turns' rewards, not per-token rewards")
+		}
+		if err := validateTurns(in.Turns, len(in.Scores), in.Mask, in.Episode); err != nil {
+			return nil, nil, nil, err
+		}
+		advantages, returns, err = BiLevelGAE(in.Values, in.Mask, in.Turns, p.Gamma, p.Lambda, p.HighLevelGamma)
+		return advantages, returns, nil, err
+	}
+	if p.Credit == CreditGiGPO || p.Credit == CreditSolver {
+		advantages, metrics, err = p.turnCreditAdvantages(in)
+		return advantages, advantages, metrics, err
+	}
+	advantages, returns, err = p.outcomeAdvantages(in)
+	return advantages, returns, nil, err
+}
+
+// outcomeAdvantages is Advantages without turn-level credit.
+func (p Preset) outcomeAdvantages(in AdvantageInput) (advantages, returns [][]float64, err error) {
 	if in.Episode != nil {
 		if !p.UsesTokenEstimator() {
 			return p.episodeGroupAdvantages(in)

@@ -21,6 +21,12 @@ import (
 // Because base.yaml already has clip-higher and no KL, PPO and DAPO resolve
 // to the same effective settings; they differ only in the (inactive)
 // kl_loss_coef.
+//
+// Turn-level credit presets (credit.go), on the same shared defaults:
+//
+//	GiGPO       GRPO + GiGPO step advantage from anchor states, ω = 1, γ = 0.95
+//	CAST        GRPO + solver cost-to-go credit, α = 0.1, asinh
+//	BiLevelPPO  PPO with RAGEN's bi-level GAE, high_level_gamma 0.95
 
 // AdvantageEstimator names an advantage estimator (verl's adv_estimator).
 type AdvantageEstimator string
@@ -58,6 +64,19 @@ type Preset struct {
 	KLPenalty     KLKind  `json:"kl_penalty" yaml:"kl_penalty"`
 
 	ClipRangeValue float64 `json:"cliprange_value" yaml:"cliprange_value"`
+
+	// Turn-level credit (credit.go): none, gigpo or solver, on top of a
+	// group estimator; StepWeight (ω) and StepGamma (γ) are GiGPO's,
+	// SolverAlpha (α) and SolverTransform CAST's.
+	Credit          TurnCredit      `json:"credit" yaml:"credit"`
+	StepWeight      float64         `json:"gigpo_step_weight" yaml:"gigpo_step_weight"`
+	StepGamma       float64         `json:"gigpo_gamma" yaml:"gigpo_gamma"`
+	SolverAlpha     float64         `json:"solver_alpha" yaml:"solver_alpha"`
+	SolverTransform SolverTransform `json:"solver_transform" yaml:"solver_transform"`
+	// BiLevelGAE switches GAE to RAGEN's turn-then-token form
+	// (bilevel_gae.go) with HighLevelGamma (γ_h) between turns.
+	BiLevelGAE     bool    `json:"bi_level_gae" yaml:"bi_level_gae"`
+	HighLevelGamma float64 `json:"high_level_gamma" yaml:"high_level_gamma"`
 }
 
 // basePreset holds the settings every main-table preset shares.
@@ -69,6 +88,9 @@ func basePreset() Preset {
 		KLLossCoef:   0.001, KLLossType: KL3,
 		KLPenalty:      KL1,
 		ClipRangeValue: 0.5,
+		Credit:         CreditNone, StepWeight: 1, StepGamma: 0.95,
+		SolverAlpha: 0.1, SolverTransform: SolverAsinh,
+		HighLevelGamma: 0.95,
 	}
 }
 
@@ -103,8 +125,34 @@ func PresetDrGRPO() Preset {
 	return p
 }
 
+// PresetGiGPO is GRPO with GiGPO's step-level advantage from anchor
+// states (gigpo.go): ω = 1, γ = 0.95, as the paper.
+func PresetGiGPO() Preset {
+	p := PresetGRPO()
+	p.Name, p.Credit = "GiGPO", CreditGiGPO
+	return p
+}
+
+// PresetCAST is GRPO with CAST's solver credit (solver_credit.go):
+// α = 0.1 with the asinh transform, as the paper.
+func PresetCAST() Preset {
+	p := PresetGRPO()
+	p.Name, p.Credit = "CAST", CreditSolver
+	return p
+}
+
+// PresetBiLevelPPO is PPO with RAGEN's bi-level GAE (bilevel_gae.go):
+// γ_h = 0.95 between turns, γ = λ = 1 inside them.
+func PresetBiLevelPPO() Preset {
+	p := PresetPPO()
+	p.Name, p.BiLevelGAE = "BiLevelPPO", true
+	return p
+}
+
 // PresetNames lists the names NewPreset accepts.
-func PresetNames() []string { return []string{"PPO", "DAPO", "GRPO", "DrGRPO"} }
+func PresetNames() []string {
+	return []string{"PPO", "DAPO", "GRPO", "DrGRPO", "GiGPO", "CAST", "BiLevelPPO"}
+}
 
 // NewPreset returns a named preset (case-insensitive; "dr_grpo" and
 // "dr-grpo" are accepted for DrGRPO).
@@ -118,6 +166,12 @@ func NewPreset(name string) (Preset, error) {
 		return PresetGRPO(), nil
 	case "drgrpo":
 		return PresetDrGRPO(), nil
+	case "gigpo":
+		return PresetGiGPO(), nil
+	case "cast":
+		return PresetCAST(), nil
+	case "bilevelppo":
+		return PresetBiLevelPPO(), nil
 	}
 	return Preset{}, fmt.Errorf("algos: unknown preset %q (want one of %v)", name, PresetNames())
 }
@@ -156,6 +210,9 @@ func (p Preset) Validate() error {
 		if math.IsNaN(f.v) || math.IsInf(f.v, 0) || f.v < 0 {
 			return fmt.Errorf("algos: %s must be finite and ≥ 0, got %v", f.name, f.v)
 		}
+	}
+	if err := p.validateCredit(); err != nil {
+		return err
 	}
 	if p.UseKLLoss {
 		if _, err := ParseKLKind(string(p.KLLossType)); err != nil {
