@@ -97,6 +97,27 @@ type RandomActor interface {
 	RandomAction(rng *rand.Rand) (string, error)
 }
 
+// StateKeyer is implemented by environments that can name their current
+// state compactly: equal keys mean equal states, within one level. GiGPO
+// groups the turns that start from one state (anchor states) by it; an
+// environment without it is keyed by its rendered observation, which is
+// right whenever the observation shows the whole state.
+type StateKeyer interface {
+	StateKey() string
+}
+
+// Solver is implemented by environments with an exact, cheap solver: it
+// reports the cost-to-go of the current state, the number of actions a
+// shortest solution takes from it (0 when solved). Solver credit (CAST)
+// rewards each turn by how much it lowered that number.
+type Solver interface {
+	// CostToGo returns the moves left to solve the task, or solvable false
+	// when no sequence of actions solves it any more. An error means the
+	// solver cannot tell (a search limit); the turn then gets no credit.
+	// It does not change the environment's state.
+	CostToGo() (moves int, solvable bool, err error)
+}
+
 // LevelLoader is implemented by environments whose episodes can start from a
 // level written as text (a Sokoban board, a FrozenLake map).
 type LevelLoader interface {
