@@ -44,6 +44,11 @@ type Config struct {
 	// between them, and trains as a sequence of its own. 0 keeps the whole
 	// conversation, one training sequence per episode.
 	HistoryWindow int `yaml:"history_window"`
+	// CostToGo records every turn's cost-to-go before and after its
+	// actions, from environments that implement envs.Solver (solver
+	// credit needs it; the trainer sets it). Solvers run without the step
+	// timeout: they are bounded searches of their own.
+	CostToGo bool `yaml:"-"`
 }
 
 // Prompt styles.

@@ -50,3 +50,58 @@ func TestDemonstrate(t *testing.T) {
 		t.Errorf("perturbation 0.5 barely hurts: %.2f vs %.2f", r5, r0)
 	}
 }
+
+// TestTurnsRecordStateAndCostToGo plays expert and perturbed demonstrations
+// with CostToGo on: every turn starts where the previous one ended, its
+// State is the environment's key, and an expert turn of n actions lowers
+// the cost by n.
+func TestTurnsRecordStateAndCostToGo(t *testing.T) {
+	factory, err := envs.NewFactory("sokoban", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.PromptStyle = PromptCompact
+	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8}
+	for _, perturb := range []float64{0, 0.5} {
+		cfg.CostToGo = true
+		trajs, err := Demonstrate(context.Background(), cfg, factory, seeds, DemoOptions{Perturb: perturb, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range trajs {
+			env, err := factory.New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := env.Reset(tr.Seed); err != nil {
+				t.Fatal(err)
+			}
+			if key := env.(envs.StateKeyer).StateKey(); tr.Turns[0].State != key {
+				t.Errorf("seed %d: first turn's state %q, want %q", tr.Seed, tr.Turns[0].State, key)
+			}
+			for k, turn := range tr.Turns {
+				if turn.Cost == nil {
+					t.Fatalf("seed %d turn %d: cost not recorded: %+v", tr.Seed, k, turn)
+				}
+				if k > 0 && turn.Cost.Before != tr.Turns[k-1].Cost.After {
+					t.Errorf("seed %d turn %d starts at cost %v, the previous ended at %v", tr.Seed, k, turn.Cost.Before, tr.Turns[k-1].Cost.After)
+				}
+				if perturb == 0 && turn.Cost.Before-turn.Cost.After != float64(turn.Executed) {
+					t.Errorf("seed %d turn %d: %d expert actions took the cost from %v to %v", tr.Seed, k, turn.Executed, turn.Cost.Before, turn.Cost.After)
+				}
+			}
+			if last := tr.Turns[len(tr.Turns)-1]; perturb == 0 && tr.Success && last.Cost.After != 0 {
+				t.Errorf("seed %d: solved with cost %v left", tr.Seed, last.Cost.After)
+			}
+		}
+		cfg.CostToGo = false
+		trajs, err = Demonstrate(context.Background(), cfg, factory, seeds[:1], DemoOptions{Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := trajs[0].Turns[0].Cost; c != nil {
+			t.Errorf("cost %+v recorded with CostToGo off", *c)
+		}
+	}
+}

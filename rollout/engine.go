@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -424,6 +425,11 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 func act(ctx context.Context, cfg *Config, ep *episode, parsed Parsed, tr *Turn) error {
 	t := &ep.traj
 	tr.FormatOK, tr.Actions = parsed.FormatOK, parsed.Actions
+	tr.State = stateKey(ep.env)
+	costBefore := math.NaN()
+	if cfg.CostToGo {
+		costBefore = costToGo(ep.env)
+	}
 	executedValid := 0
 	for _, a := range parsed.Actions {
 		if ep.actionsLeft == 0 || ep.finished {
@@ -457,6 +463,11 @@ func act(ctx context.Context, cfg *Config, ep *episode, parsed Parsed, tr *Turn)
 			ep.finished, t.Done = true, true
 		}
 	}
+	if cfg.CostToGo {
+		if after := costToGo(ep.env); !math.IsNaN(costBefore) && !math.IsNaN(after) {
+			tr.Cost = &TurnCost{Before: costBefore, After: after}
+		}
+	}
 	if !tr.FormatOK || tr.Invalid > 0 || executedValid == 0 {
 		tr.Penalty = cfg.FormatPenalty
 	}
@@ -466,6 +477,31 @@ func act(ctx context.Context, cfg *Config, ep *episode, parsed Parsed, tr *Turn)
 	t.Turns = append(t.Turns, *tr)
 	ep.lastReward = tr.Reward
 	return nil
+}
+
+// stateKey names the environment's current state (see Turn.State).
+func stateKey(env envs.Env) string {
+	if k, ok := env.(envs.StateKeyer); ok {
+		return k.StateKey()
+	}
+	return env.Render()
+}
+
+// costToGo is the environment's cost-to-go: +Inf when unsolvable, NaN
+// when it has no solver or the solver cannot tell.
+func costToGo(env envs.Env) float64 {
+	s, ok := env.(envs.Solver)
+	if !ok {
+		return math.NaN()
+	}
+	n, solvable, err := s.CostToGo()
+	switch {
+	case err != nil:
+		return math.NaN()
+	case !solvable:
+		return math.Inf(1)
+	}
+	return float64(n)
 }
 
 func (ep *episode) addMetrics(m map[string]float64) {

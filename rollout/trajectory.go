@@ -75,6 +75,21 @@ type Turn struct {
 	Reward, Penalty float64
 	// Finish is the policy's finish reason for the reply.
 	Finish string
+	// State names the environment state the turn started from: the
+	// environment's envs.StateKeyer key, or its rendered observation.
+	// Turns of one level with equal States started from the same state
+	// (GiGPO's anchor states).
+	State string
+	// Cost is the environment's exact cost-to-go around the turn; nil
+	// unless Config.CostToGo is set and the environment's solver answered
+	// both before and after.
+	Cost *TurnCost
+}
+
+// TurnCost is the cost-to-go (envs.Solver: actions left to solve the
+// task) before and after a turn's actions, +Inf once unsolvable.
+type TurnCost struct {
+	Before, After float64
 }
 
 // HasThink reports whether the turn has a non-empty reasoning span.
