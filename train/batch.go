@@ -1,6 +1,7 @@
 package train
 
 import (
+	"math"
 	"slices"
 
 	"github.com/agentrl/agentrl/algos"
@@ -82,16 +83,39 @@ func (b Batch) Select(groups []int) Batch {
 
 // Sequences returns the batch in the learner's form.
 func (b Batch) Sequences() *Sequences {
-	s := &Sequences{}
+	s := &Sequences{Turns: make([][]algos.Turn, len(b.Trajectories))}
 	for i := range b.Trajectories {
-		for _, seq := range b.Trajectories[i].Sequences() {
+		tr := &b.Trajectories[i]
+		first := len(s.Tokens)
+		for _, seq := range tr.Sequences() {
 			s.Episode = append(s.Episode, i)
 			s.Tokens = append(s.Tokens, seq.Tokens)
 			s.Mask = append(s.Mask, seq.LossMask)
 			s.OldLogProb = append(s.OldLogProb, seq.LogProbs)
 		}
+		s.Turns[i] = creditTurns(tr, first, len(tr.Turns) > 0 && tr.Turns[0].Prompt != nil)
 	}
 	return s
+}
+
+// creditTurns describes a trajectory's turns for turn-level credit: with a
+// history window turn k is sequence first+k after its prompt, otherwise
+// the reply span of the one sequence first.
+func creditTurns(tr *rollout.Trajectory, first int, windowed bool) []algos.Turn {
+	out := make([]algos.Turn, len(tr.Turns))
+	for k, turn := range tr.Turns {
+		t := algos.Turn{Seq: first, Start: turn.ReplyStart, End: turn.ReplyEnd,
+			Reward: turn.Reward + turn.Penalty, State: turn.State,
+			CostBefore: math.NaN(), CostAfter: math.NaN()}
+		if windowed {
+			t.Seq, t.Start, t.End = first+k, len(turn.Prompt), len(turn.Prompt)+turn.ReplyEnd-turn.ReplyStart
+		}
+		if turn.Cost != nil {
+			t.CostBefore, t.CostAfter = turn.Cost.Before, turn.Cost.After
+		}
+		out[k] = t
+	}
+	return out
 }
 
 // Sequences are a batch in the learner's form: one token sequence per
@@ -116,6 +140,10 @@ type Sequences struct {
 	// RefLogProb are the frozen reference policy's log-probs (KL terms);
 	// nil without a reference.
 	RefLogProb [][]float64
+
+	// Turns describe each trajectory's turns over these sequences, for
+	// turn-level credit (algos.AdvantageInput.Turns).
+	Turns [][]algos.Turn
 
 	// Advantages and Returns (the critic's targets) from algos.
 	Advantages, Returns [][]float64

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/agentrl/agentrl/algos"
 )
 
 // ErrRunMismatch is returned (wrapped, with the differences) when the run
@@ -57,6 +59,26 @@ var identityKeys = []string{
 var notIdentity = map[string]bool{"warm_start.cache_dir": true, "rollout.concurrency": true,
 	"rollout.sample_timeout": true, "rollout.step_timeout": true}
 
+// inactiveAlgoKeys lists the settings of turn-level credit methods the
+// preset does not use: they change nothing, so they are not part of the
+// identity (and runs recorded before those settings existed still match).
+func inactiveAlgoKeys(p algos.Preset) []string {
+	var out []string
+	if p.Credit == algos.CreditNone || p.Credit == "" {
+		out = append(out, "algo.credit")
+	}
+	if p.Credit != algos.CreditGiGPO {
+		out = append(out, "algo.gigpo_step_weight", "algo.gigpo_gamma")
+	}
+	if p.Credit != algos.CreditSolver {
+		out = append(out, "algo.solver_alpha", "algo.solver_transform")
+	}
+	if !p.BiLevelGAE {
+		out = append(out, "algo.bi_level_gae", "algo.high_level_gamma")
+	}
+	return out
+}
+
 // identity computes the run identity of the trainer's configuration
 // (without the model). The environment's section is its resolved
 // configuration, defaults included, so spelling a default out does not
@@ -74,6 +96,9 @@ func (t *Trainer) identity() (runIdentity, error) {
 	}
 	if err := flattenYAML("env.config", t.factory.Config(), flat); err != nil {
 		return runIdentity{}, err
+	}
+	for _, k := range inactiveAlgoKeys(c.Algo.Preset) {
+		delete(flat, k)
 	}
 	id := runIdentity{Format: identityFormat, Env: c.Env.Name, Config: map[string]string{}}
 	for k, v := range flat {

@@ -595,3 +595,79 @@ func TestWarmStartCacheFollowsTheDemonstrations(t *testing.T) {
 		t.Error("rollout.concurrency, which changes no result, changed the cache key")
 	}
 }
+
+// TestTurnLevelCreditTrains runs GiGPO, CAST and bi-level PPO for two
+// steps, with the whole conversation as one sequence and with a history
+// window, and checks that each logs its credit statistics and a finite
+// loss.
+func TestTurnLevelCreditTrains(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	parent := t.TempDir()
+	for _, c := range []struct {
+		preset, metric string
+	}{{"GiGPO", "credit/anchor_groups"}, {"CAST", "credit/solver_rms"}, {"BiLevelPPO", "critic/vf_loss"}} {
+		for _, window := range []string{"0", "1"} {
+			dir := filepath.Join(parent, c.preset+window)
+			cfg := tinyConfig(t, dir, 2, "algo.preset="+c.preset, "rollout.history_window="+window, "rollout.max_turns=2")
+			tr, err := New(cfg, quietOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Run(context.Background()); err != nil {
+				t.Fatalf("%s, history_window %s: %v", c.preset, window, err)
+			}
+			ms, err := ReadMetrics(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := ms[len(ms)-1]
+			if v, ok := last[c.metric]; !ok || math.IsNaN(v) {
+				t.Errorf("%s, history_window %s: %s = %v, %v in %v", c.preset, window, c.metric, v, ok, last)
+			}
+			if v := last["actor/pg_loss"]; math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Errorf("%s, history_window %s: pg_loss %v", c.preset, window, v)
+			}
+		}
+	}
+}
+
+func TestSolverCreditNeedsASolver(t *testing.T) {
+	cfg := tinyConfig(t, filepath.Join(t.TempDir(), "run"), 1, "algo.preset=CAST", "env.name=bandit")
+	_, err := New(cfg, quietOptions())
+	if err == nil || !strings.Contains(err.Error(), "exact solver") {
+		t.Fatalf("CAST on bandit: %v", err)
+	}
+}
+
+// TestInactiveCreditSettingsAreNotIdentity: the settings of a credit
+// method a run does not use are left out of its identity, so changing
+// them (or a run recorded before they existed) still matches.
+func TestInactiveCreditSettingsAreNotIdentity(t *testing.T) {
+	ids := map[string]runIdentity{}
+	for _, sets := range [][]string{nil, {"algo.solver_alpha=0.5", "algo.high_level_gamma=0.5"}, {"algo.preset=CAST"}, {"algo.preset=CAST", "algo.solver_alpha=0.5"}} {
+		tr, err := New(tinyConfig(t, filepath.Join(t.TempDir(), "run"), 1, sets...), quietOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := tr.identity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[strings.Join(sets, " ")] = id
+	}
+	grpo, cast := ids[""], ids["algo.preset=CAST"]
+	if _, ok := grpo.Config["algo.solver_alpha"]; ok {
+		t.Errorf("GRPO identity holds algo.solver_alpha: %v", grpo.Config)
+	}
+	if grpo.ConfigHash != ids["algo.solver_alpha=0.5 algo.high_level_gamma=0.5"].ConfigHash {
+		t.Error("an unused credit setting changed the identity")
+	}
+	if cast.Config["algo.solver_alpha"] != "0.1" || cast.Config["algo.credit"] != "solver" {
+		t.Errorf("CAST identity: %v", cast.Config)
+	}
+	if cast.ConfigHash == ids["algo.preset=CAST algo.solver_alpha=0.5"].ConfigHash || cast.ConfigHash == grpo.ConfigHash {
+		t.Error("the solver's α or the preset does not change the identity")
+	}
+}

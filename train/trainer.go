@@ -78,6 +78,15 @@ func New(cfg Config, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Algo.UsesCostToGo() {
+		env, err := factory.New()
+		if err != nil {
+			return nil, err
+		}
+		if _, ok := env.(envs.Solver); !ok {
+			return nil, fmt.Errorf("algo.credit: solver needs an environment with an exact solver (envs.Solver); %q has none", cfg.Env.Name)
+		}
+	}
 	valNode, err := yamlpath.Merge(&cfg.Env.Config, &cfg.Validation.EnvConfig)
 	if err != nil {
 		return nil, fmt.Errorf("validation.env_config: %w", err)
@@ -228,7 +237,9 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 		return nil, err
 	}
 	pol := s.learner.Policy()
-	if s.engine, err = rollout.New(ctx, c.Rollout, pol, t.factory); err != nil {
+	trainCfg := c.Rollout
+	trainCfg.CostToGo = c.Algo.UsesCostToGo()
+	if s.engine, err = rollout.New(ctx, trainCfg, pol, t.factory); err != nil {
 		return nil, err
 	}
 	valCfg := c.Rollout
@@ -586,10 +597,15 @@ func (s *session) update(ctx context.Context, step int, kept Batch, m metrics) e
 	if seqs.Len() != len(kept.Trajectories) {
 		in.Episode = seqs.Episode // a history window: one sequence per turn
 	}
+	if c.Algo.UsesTurns() {
+		in.Turns = seqs.Turns
+	}
 	var err error
-	if seqs.Advantages, seqs.Returns, err = c.Algo.Advantages(in); err != nil {
+	var credit map[string]float64
+	if seqs.Advantages, seqs.Returns, credit, err = c.Algo.AdvantagesWithMetrics(in); err != nil {
 		return fmt.Errorf("advantages: %w", err)
 	}
+	m.add(credit)
 	st, err := s.learner.Update(ctx, seqs, UpdateOptions{LR: s.sched.LR(step - 1), CriticLR: c.Algo.CriticLR, Seed: stepSeed(c.Run.Seed, step, 2)})
 	if err != nil {
 		return err
