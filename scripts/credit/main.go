@@ -1,0 +1,413 @@
+// Command credit compares credit-assignment methods on one config: every
+// arm (an algo.preset) is trained for every seed, and the validation
+// curves are summarised with 95% intervals over seeds, the steps each seed
+// needed to reach a success threshold, and the time per step.
+//
+//	go run ./scripts/credit                                  # 5 arms × 3 seeds on configs/sokoban.yaml
+//	go run ./scripts/credit -results docs/results.md          # also rewrite that file's section and plot
+//	go run ./scripts/credit -seeds 1 -arms GRPO,CAST -set run.steps=40
+//
+// Every run is an ordinary trainer run (printed before it starts) in
+// runs/credit/<arm>-seed<N>. Runs of one seed share a warm-start cache,
+// so every arm of a seed starts from the same model; a finished run is
+// not trained again (its directory resumes and ends at once), so an
+// interrupted study continues where it stopped. -fresh starts over.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentrl/agentrl/train"
+)
+
+const (
+	beginMarker = "<!-- credit:begin (go run ./scripts/credit -results docs/results.md) -->"
+	endMarker   = "<!-- credit:end -->"
+)
+
+// options are the command line.
+type options struct {
+	config    string
+	arms      []string
+	seeds     int
+	out       string
+	threshold float64
+	sets      []string
+	results   string
+	fresh     bool
+}
+
+type setFlags []string
+
+func (s *setFlags) String() string     { return strings.Join(*s, " ") }
+func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+
+func main() {
+	var o options
+	var sets setFlags
+	arms := flag.String("arms", "GRPO,GiGPO,CAST,PPO,BiLevelPPO", "comma-separated algo.preset names")
+	flag.StringVar(&o.config, "config", "configs/sokoban.yaml", "trainer config every arm starts from")
+	flag.IntVar(&o.seeds, "seeds", 3, "seeds per arm (run.seed = 1..N)")
+	flag.StringVar(&o.out, "out", "runs/credit", "parent directory of the runs")
+	flag.Float64Var(&o.threshold, "threshold", 0.85, "validation success for the steps-to-threshold column")
+	flag.Var(&sets, "set", "KEY=VALUE passed to every run (repeatable)")
+	flag.StringVar(&o.results, "results", "", "markdown file whose section between the credit markers is replaced (the plot goes beside it)")
+	flag.BoolVar(&o.fresh, "fresh", false, "delete earlier runs and the warm-start cache first")
+	flag.Parse()
+	o.arms, o.sets = strings.Split(*arms, ","), sets
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		slog.Error("credit", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	if o.seeds < 1 {
+		return fmt.Errorf("-seeds: must be at least 1, got %d", o.seeds)
+	}
+	if o.fresh {
+		if err := os.RemoveAll(o.out); err != nil {
+			return err
+		}
+	}
+	bin := filepath.Join(o.out, "trainer")
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return err
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./trainer")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("go build ./trainer: %w", err)
+	}
+	t0 := time.Now()
+	var arms []arm
+	for _, name := range o.arms {
+		a := arm{name: name}
+		for seed := 1; seed <= o.seeds; seed++ {
+			dir := filepath.Join(o.out, fmt.Sprintf("%s-seed%d", name, seed))
+			args := []string{"-config", o.config, "-out", dir, "-set", "algo.preset=" + name,
+				"-set", fmt.Sprintf("run.seed=%d", seed), "-set", "warm_start.cache_dir=" + filepath.Join(o.out, "cache")}
+			for _, s := range o.sets {
+				args = append(args, "-set", s)
+			}
+			fmt.Fprintf(os.Stderr, "\n$ go run ./trainer %s\n", strings.Join(args, " "))
+			cmd := exec.CommandContext(ctx, bin, args...)
+			var logs bytes.Buffer
+			cmd.Stdout, cmd.Stderr = os.Stderr, &logs
+			if err := cmd.Run(); err != nil {
+				os.Stderr.Write(logs.Bytes())
+				return fmt.Errorf("%s seed %d: %w", name, seed, err)
+			}
+			r, err := readRun(dir)
+			if err != nil {
+				return fmt.Errorf("%s seed %d: %w", name, seed, err)
+			}
+			a.runs = append(a.runs, r)
+		}
+		arms = append(arms, a)
+	}
+	cmdline := "go run ./scripts/credit " + commandArgs(o)
+	var plotFile string
+	if o.results != "" {
+		name := strings.TrimSuffix(filepath.Base(o.config), filepath.Ext(o.config))
+		plotFile = filepath.Join(filepath.Dir(o.results), "results", "credit-"+name+".png")
+		if err := os.MkdirAll(filepath.Dir(plotFile), 0o755); err != nil {
+			return err
+		}
+		if err := plotCurves(arms, o, plotFile); err != nil {
+			return err
+		}
+	}
+	text := report(arms, o, cmdline, time.Since(t0), plotFile, o.results)
+	fmt.Println(text)
+	if o.results != "" {
+		return replaceSection(o.results, text)
+	}
+	return nil
+}
+
+// commandArgs renders the options that differ from the defaults.
+func commandArgs(o options) string {
+	var parts []string
+	if o.config != "configs/sokoban.yaml" {
+		parts = append(parts, "-config "+o.config)
+	}
+	if a := strings.Join(o.arms, ","); a != "GRPO,GiGPO,CAST,PPO,BiLevelPPO" {
+		parts = append(parts, "-arms "+a)
+	}
+	if o.seeds != 3 {
+		parts = append(parts, fmt.Sprintf("-seeds %d", o.seeds))
+	}
+	if o.threshold != 0.85 {
+		parts = append(parts, fmt.Sprintf("-threshold %v", o.threshold))
+	}
+	for _, s := range o.sets {
+		parts = append(parts, "-set "+s)
+	}
+	if o.results != "" {
+		parts = append(parts, "-results "+o.results)
+	}
+	return strings.Join(parts, " ")
+}
+
+// run is what one finished run contributes.
+type runResult struct {
+	dir string
+	// steps and success are the validation curve (step 0 is the warm start).
+	steps   []int
+	success []float64
+	// rlTime is the wall time after the warm start; rlSteps the RL steps.
+	rlTime  float64
+	rlSteps int
+	// episodes is the number of validation episodes per point.
+	episodes int
+}
+
+type arm struct {
+	name string
+	runs []runResult
+}
+
+// summary is the part of summary.json read here.
+type summary struct {
+	Status        string  `json:"status"`
+	Steps         int     `json:"steps"`
+	WallTime      float64 `json:"wall_time_s"`
+	WarmStartTime float64 `json:"warm_start_time_s"`
+	Levels        int     `json:"validation_levels"`
+	Samples       int     `json:"validation_samples"`
+}
+
+func readRun(dir string) (runResult, error) {
+	var s summary
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return runResult{}, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return runResult{}, fmt.Errorf("summary.json: %w", err)
+	}
+	if s.Status != "finished" {
+		return runResult{}, fmt.Errorf("run ended %q", s.Status)
+	}
+	rows, err := train.ReadMetrics(dir)
+	if err != nil {
+		return runResult{}, err
+	}
+	r := runResult{dir: dir, rlTime: s.WallTime - s.WarmStartTime, rlSteps: s.Steps, episodes: s.Levels * max(s.Samples, 1)}
+	for _, row := range rows {
+		v, ok := row["val-env/success"]
+		if !ok || math.IsNaN(v) {
+			continue
+		}
+		r.steps = append(r.steps, int(row["step"]))
+		r.success = append(r.success, v)
+	}
+	if len(r.steps) == 0 {
+		return runResult{}, errors.New("no validation in metrics.jsonl")
+	}
+	return r, nil
+}
+
+// tQuantile975 is the 0.975 quantile of Student's t with df degrees of
+// freedom (df ≥ 1), for 95% intervals over seeds.
+func tQuantile975(df int) float64 {
+	table := []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086}
+	if df <= len(table) {
+		return table[df-1]
+	}
+	return 1.96
+}
+
+// meanCI returns the mean of xs and the half-width of its 95% interval
+// over seeds (t-based; NaN for a single value).
+func meanCI(xs []float64) (mean, half float64) {
+	n := float64(len(xs))
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= n
+	if len(xs) < 2 {
+		return mean, math.NaN()
+	}
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, tQuantile975(len(xs)-1) * math.Sqrt(ss/(n-1)/n)
+}
+
+// stepsTo is the first validation step whose success reaches thr, or -1.
+func (r runResult) stepsTo(thr float64) int {
+	for i, v := range r.success {
+		if v >= thr {
+			return r.steps[i]
+		}
+	}
+	return -1
+}
+
+// areaMean is the mean validation success over the points after step 0.
+func (r runResult) areaMean() float64 {
+	s, n := 0.0, 0
+	for i, v := range r.success {
+		if r.steps[i] > 0 {
+			s += v
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return s / float64(n)
+}
+
+// curve returns the steps common to every run of the arm and the values of
+// each run there.
+func (a arm) curve() (steps []int, values [][]float64) {
+	count := map[int]int{}
+	for _, r := range a.runs {
+		for _, s := range r.steps {
+			count[s]++
+		}
+	}
+	for _, s := range a.runs[0].steps {
+		if count[s] == len(a.runs) {
+			steps = append(steps, s)
+		}
+	}
+	for _, s := range steps {
+		var vs []float64
+		for _, r := range a.runs {
+			for i, rs := range r.steps {
+				if rs == s {
+					vs = append(vs, r.success[i])
+					break
+				}
+			}
+		}
+		values = append(values, vs)
+	}
+	return steps, values
+}
+
+func fmtCI(mean, half float64) string {
+	if math.IsNaN(half) {
+		return fmt.Sprintf("%.3f", mean)
+	}
+	return fmt.Sprintf("%.3f ± %.3f", mean, half)
+}
+
+// report is the markdown section: the command, the summary table, the
+// curves at regular steps, and the plot.
+func report(arms []arm, o options, cmdline string, wall time.Duration, plotFile, results string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", beginMarker)
+	fmt.Fprintf(&b, "`%s` (%s on 2 cores; %d seed(s) per arm, config `%s`).\n\n", cmdline, wall.Round(time.Second), o.seeds, o.config)
+	ep := arms[0].runs[0].episodes
+	fmt.Fprintf(&b, "Validation success on %d episodes per point; ± is the 95%% interval over seeds (Student's t). "+
+		"Curve mean: the mean of every validation point after the warm start (a sample-efficiency measure). "+
+		"Steps to %.2f: the first validation step at or above it, per seed (— never).\n\n", ep, o.threshold)
+	b.WriteString("| arm | warm start | final | final, per seed | curve mean | steps to threshold | s / RL step |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, a := range arms {
+		var first, final, area, perStep []float64
+		var perSeed, reach []string
+		for _, r := range a.runs {
+			first = append(first, r.success[0])
+			final = append(final, r.success[len(r.success)-1])
+			perSeed = append(perSeed, fmt.Sprintf("%.3f", r.success[len(r.success)-1]))
+			area = append(area, r.areaMean())
+			if s := r.stepsTo(o.threshold); s >= 0 {
+				reach = append(reach, fmt.Sprint(s))
+			} else {
+				reach = append(reach, "—")
+			}
+			perStep = append(perStep, r.rlTime/float64(max(r.rlSteps, 1)))
+		}
+		m0, _ := meanCI(first)
+		mf, hf := meanCI(final)
+		ma, ha := meanCI(area)
+		ms, _ := meanCI(perStep)
+		fmt.Fprintf(&b, "| %s | %.3f | **%s** | %s | %s | %s | %.2f |\n", a.name, m0, fmtCI(mf, hf),
+			strings.Join(perSeed, ", "), fmtCI(ma, ha), strings.Join(reach, ", "), ms)
+	}
+	// The curves every ~10% of the run.
+	steps, _ := arms[0].curve()
+	every := max(1, len(steps)/10)
+	b.WriteString("\nValidation curve (mean ± 95% interval over seeds):\n\n| step |")
+	for _, a := range arms {
+		b.WriteString(" " + a.name + " |")
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(arms)) + "\n")
+	curves := make([]map[int][]float64, len(arms))
+	for i, a := range arms {
+		curves[i] = map[int][]float64{}
+		s, v := a.curve()
+		for j := range s {
+			curves[i][s[j]] = v[j]
+		}
+	}
+	for j, s := range steps {
+		if j%every != 0 && j != len(steps)-1 {
+			continue
+		}
+		fmt.Fprintf(&b, "| %d |", s)
+		for i := range arms {
+			if vs, ok := curves[i][s]; ok {
+				fmt.Fprintf(&b, " %s |", fmtCI(meanCI(vs)))
+			} else {
+				b.WriteString(" |")
+			}
+		}
+		b.WriteString("\n")
+	}
+	if plotFile != "" {
+		rel, err := filepath.Rel(filepath.Dir(results), plotFile)
+		if err != nil {
+			rel = plotFile
+		}
+		fmt.Fprintf(&b, "\n![validation success per arm, mean and 95%% band over seeds](%s)\n", filepath.ToSlash(rel))
+	}
+	b.WriteString(endMarker)
+	return b.String()
+}
+
+// replaceSection writes text over the lines from beginMarker to endMarker
+// in file, or appends it when the file has no such section.
+func replaceSection(file, text string) error {
+	raw, err := os.ReadFile(file)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	s := string(raw)
+	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
+	switch {
+	case i >= 0 && j > i:
+		s = s[:i] + text + s[j+len(endMarker):]
+	case i >= 0 || j >= 0:
+		return fmt.Errorf("%s: unbalanced credit markers", file)
+	default:
+		if s != "" && !strings.HasSuffix(s, "\n") {
+			s += "\n"
+		}
+		s += "\n" + text + "\n"
+	}
+	return os.WriteFile(file, []byte(s), 0o644)
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"image/color"
+	"math"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// palette is one colour per arm.
+var palette = []color.RGBA{
+	{31, 119, 180, 255}, {214, 39, 40, 255}, {44, 160, 44, 255}, {148, 103, 189, 255},
+	{255, 127, 14, 255}, {140, 86, 75, 255}, {23, 190, 207, 255},
+}
+
+// plotCurves draws every arm's mean validation curve with its 95% band
+// over seeds.
+func plotCurves(arms []arm, o options, path string) error {
+	p := plot.New()
+	p.Title.Text = "Validation success (" + o.config + "), mean and 95% band over seeds"
+	p.X.Label.Text = "RL step"
+	p.Y.Label.Text = "success"
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Legend.YOffs = vg.Points(-120)
+	for i, a := range arms {
+		col := palette[i%len(palette)]
+		steps, values := a.curve()
+		var line, upper, lower plotter.XYs
+		for j, s := range steps {
+			m, h := meanCI(values[j])
+			line = append(line, plotter.XY{X: float64(s), Y: m})
+			if !math.IsNaN(h) {
+				upper = append(upper, plotter.XY{X: float64(s), Y: math.Min(1, m+h)})
+				lower = append(lower, plotter.XY{X: float64(s), Y: math.Max(0, m-h)})
+			}
+		}
+		if len(upper) > 1 {
+			band := append(plotter.XYs{}, upper...)
+			for j := len(lower) - 1; j >= 0; j-- {
+				band = append(band, lower[j])
+			}
+			poly, err := plotter.NewPolygon(band)
+			if err != nil {
+				return err
+			}
+			poly.Color = color.RGBA{col.R, col.G, col.B, 40}
+			poly.LineStyle.Width = 0
+			p.Add(poly)
+		}
+		l, err := plotter.NewLine(line)
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width = col, vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(a.name, l)
+	}
+	return p.Save(8*vg.Inch, 4.5*vg.Inch, path)
+}
