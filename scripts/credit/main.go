@@ -6,6 +6,10 @@
 //	go run ./scripts/credit                                  # 5 arms × 3 seeds on configs/sokoban.yaml
 //	go run ./scripts/credit -results docs/results.md          # also rewrite that file's section and plot
 //	go run ./scripts/credit -seeds 1 -arms GRPO,CAST -set run.steps=40
+//	go run ./scripts/credit -arms 'CAST,CAST-nofilter=CAST+filter.value=1+filter.include_zero=true'
+//
+// An arm is a preset name, or LABEL=PRESET+KEY=VALUE+… with settings of
+// its own on top of the -set ones.
 //
 // Every run is an ordinary trainer run (printed before it starts) in
 // runs/credit/<arm>-seed<N>. Runs of one seed share a warm-start cache,
@@ -27,6 +31,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,13 +101,17 @@ func run(ctx context.Context, o options) error {
 	}
 	t0 := time.Now()
 	var arms []arm
-	for _, name := range o.arms {
+	for _, spec := range o.arms {
+		name, preset, own, err := parseArm(spec)
+		if err != nil {
+			return err
+		}
 		a := arm{name: name}
 		for seed := 1; seed <= o.seeds; seed++ {
 			dir := filepath.Join(o.out, fmt.Sprintf("%s-seed%d", name, seed))
-			args := []string{"-config", o.config, "-out", dir, "-set", "algo.preset=" + name,
+			args := []string{"-config", o.config, "-out", dir, "-set", "algo.preset=" + preset,
 				"-set", fmt.Sprintf("run.seed=%d", seed), "-set", "warm_start.cache_dir=" + filepath.Join(o.out, "cache")}
-			for _, s := range o.sets {
+			for _, s := range append(slices.Clone(o.sets), own...) {
 				args = append(args, "-set", s)
 			}
 			fmt.Fprintf(os.Stderr, "\n$ go run ./trainer %s\n", strings.Join(args, " "))
@@ -139,6 +148,25 @@ func run(ctx context.Context, o options) error {
 		return replaceSection(o.results, text)
 	}
 	return nil
+}
+
+// parseArm splits an arm into its label, preset and own settings:
+// "GRPO" or "LABEL=PRESET+KEY=VALUE+…".
+func parseArm(spec string) (label, preset string, sets []string, err error) {
+	label, rest, ok := strings.Cut(spec, "=")
+	if !ok {
+		return spec, spec, nil, nil
+	}
+	parts := strings.Split(rest, "+")
+	for _, s := range parts[1:] {
+		if !strings.Contains(s, "=") {
+			return "", "", nil, fmt.Errorf("arm %q: setting %q is not KEY=VALUE", spec, s)
+		}
+	}
+	if label == "" || parts[0] == "" || strings.ContainsAny(label, `/\ `) {
+		return "", "", nil, fmt.Errorf("arm %q: want PRESET or LABEL=PRESET+KEY=VALUE+…", spec)
+	}
+	return label, parts[0], parts[1:], nil
 }
 
 // commandArgs renders the options that differ from the defaults.
@@ -327,6 +355,9 @@ func report(arms []arm, o options, cmdline string, wall time.Duration, plotFile,
 	b.WriteString("| arm | warm start | final | final, per seed | curve mean | steps to threshold | s / RL step |\n")
 	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, a := range arms {
+		if len(a.runs) == 0 {
+			continue
+		}
 		var first, final, area, perStep []float64
 		var perSeed, reach []string
 		for _, r := range a.runs {

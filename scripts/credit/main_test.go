@@ -119,3 +119,18 @@ func must(b []byte, err error) []byte {
 	}
 	return b
 }
+
+func TestParseArm(t *testing.T) {
+	label, preset, sets, err := parseArm("CAST-nofilter=CAST+filter.value=1+filter.include_zero=true")
+	if err != nil || label != "CAST-nofilter" || preset != "CAST" || strings.Join(sets, " ") != "filter.value=1 filter.include_zero=true" {
+		t.Errorf("parseArm = %q %q %q %v", label, preset, sets, err)
+	}
+	if label, preset, sets, err := parseArm("GiGPO"); err != nil || label != "GiGPO" || preset != "GiGPO" || sets != nil {
+		t.Errorf("parseArm(GiGPO) = %q %q %q %v", label, preset, sets, err)
+	}
+	for _, bad := range []string{"x=CAST+novalue", "=CAST", "a/b=CAST", "x="} {
+		if _, _, _, err := parseArm(bad); err == nil {
+			t.Errorf("parseArm(%q) accepted", bad)
+		}
+	}
+}
