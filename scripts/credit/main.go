@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrl/agentrl/internal/stats"
 	"github.com/agentrl/agentrl/train"
 )
 
@@ -252,34 +253,8 @@ func readRun(dir string) (runResult, error) {
 	return r, nil
 }
 
-// tQuantile975 is the 0.975 quantile of Student's t with df degrees of
-// freedom (df ≥ 1), for 95% intervals over seeds.
-func tQuantile975(df int) float64 {
-	table := []float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086}
-	if df <= len(table) {
-		return table[df-1]
-	}
-	return 1.96
-}
-
-// meanCI returns the mean of xs and the half-width of its 95% interval
-// over seeds (t-based; NaN for a single value).
-func meanCI(xs []float64) (mean, half float64) {
-	n := float64(len(xs))
-	for _, x := range xs {
-		mean += x
-	}
-	mean /= n
-	if len(xs) < 2 {
-		return mean, math.NaN()
-	}
-	ss := 0.0
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	return mean, tQuantile975(len(xs)-1) * math.Sqrt(ss/(n-1)/n)
-}
+// meanCI is the mean over seeds and its 95% half-width (Student's t).
+func meanCI(xs []float64) (mean, half float64) { return stats.MeanCI95(xs) }
 
 // stepsTo is the first validation step whose success reaches thr, or -1.
 func (r runResult) stepsTo(thr float64) int {
