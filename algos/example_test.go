@@ -2,6 +2,7 @@ package algos_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"github.com/agentrl/agentrl/algos"
@@ -90,4 +91,40 @@ func ExampleComputeCollapse() {
 	// collapse_first_turn_sample/retrieval_chance_level = 0.5000
 	// collapse_first_turn_sample/mi_zscore_ema = 1.4174
 	// rows: [{0 0} {1 0} {2 0}] columns: [0 0 1] groups: [0 1]
+}
+
+// Solver credit (CAST) on one Sokoban level played twice, one sequence
+// per turn: both episodes fail, so GRPO gives every turn 0, but the
+// solver's cost-to-go tells the turn that made progress from the one that
+// pushed the box into a corner: a = 2, 0, −1, −7 (a deadlock 7 moves from
+// the goal), asinh-compressed and scaled by the batch RMS, times α = 0.1.
+func ExamplePresetCAST() {
+	turn := func(seq int, before, after float64) algos.Turn {
+		return algos.Turn{Seq: seq, Start: 0, End: 2, Reward: -0.2, CostBefore: before, CostAfter: after}
+	}
+	in := algos.AdvantageInput{
+		Scores:  []float64{-0.4, -0.4},
+		Groups:  algos.Groups{{0, 1}},
+		Episode: []int{0, 0, 1, 1},
+		Mask:    [][]bool{{true, true}, {true, true}, {true, true}, {true, true}},
+		Turns: [][]algos.Turn{
+			{turn(0, 6, 4), turn(1, 4, 4)},           // two optimal moves, then two wasted ones
+			{turn(2, 6, 7), turn(3, 7, math.Inf(1))}, // a detour, then a deadlock
+		},
+	}
+	adv, _, m, err := algos.PresetCAST().AdvantagesWithMetrics(in)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i, row := range adv {
+		fmt.Printf("turn sequence %d: %+.3f\n", i, row[0])
+	}
+	fmt.Printf("deadlocks %.0f, progress %.2f of turns\n", m["credit/solver_deadlocks"], m["credit/solver_progress_ratio"])
+	// Output:
+	// turn sequence 0: +0.092
+	// turn sequence 1: +0.000
+	// turn sequence 2: -0.056
+	// turn sequence 3: -0.168
+	// deadlocks 1, progress 0.25 of turns
 }
