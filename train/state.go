@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/agentrl/agentrl/algos"
 	"github.com/agentrl/agentrl/internal/atomicdir"
@@ -32,6 +33,11 @@ type State struct {
 	WarmStartValSuccess float64 `json:"warm_start_val_success"`
 	// Stopped says why the run ended early, if it did.
 	Stopped string `json:"stopped,omitempty"`
+	// ElapsedS is the wall time of the sessions that produced this
+	// checkpoint (a resumed run's summary reports the total, not only its
+	// last session's); WarmStartS the part of it the warm start took.
+	ElapsedS   float64 `json:"elapsed_s"`
+	WarmStartS float64 `json:"warm_start_s"`
 }
 
 // jsonState is State with NaN-safe floats (JSON has no NaN).
@@ -67,6 +73,7 @@ func (t *Trainer) newState() State {
 // run.out/checkpoints/latest, replacing the previous checkpoint atomically:
 // a crash at any instant leaves one complete checkpoint or the other.
 func (s *session) checkpoint(ctx context.Context) error {
+	s.state.ElapsedS = s.elapsed().Seconds()
 	state, err := json.MarshalIndent(jsonState{State: s.state, RandomValSuccess: nanToNil(s.state.RandomValSuccess),
 		WarmStartValSuccess: nanToNil(s.state.WarmStartValSuccess)}, "", "  ")
 	if err != nil {
@@ -90,6 +97,12 @@ func (s *session) checkpoint(ctx context.Context) error {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	return nil
+}
+
+// elapsed is the run's wall time so far: the earlier sessions' (up to the
+// checkpoint this one resumed) and this session's.
+func (s *session) elapsed() time.Duration {
+	return s.priorElapsed + s.now().Sub(s.started)
 }
 
 // loadState reads the trainer state of a checkpoint and gives it this

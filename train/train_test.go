@@ -671,3 +671,48 @@ func TestInactiveCreditSettingsAreNotIdentity(t *testing.T) {
 		t.Error("the solver's α or the preset does not change the identity")
 	}
 }
+
+// TestResumedSummaryCountsEverySession: a run interrupted after its first
+// steps and resumed reports the wall time of both sessions (and the warm
+// start of the first), not only the last session's. The clock is fake:
+// every reading advances it one second.
+func TestResumedSummaryCountsEverySession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	clock := time.Unix(0, 0)
+	tick := func() time.Time { clock = clock.Add(time.Second); return clock }
+	run := func(steps int) Summary {
+		tr, err := New(tinyConfig(t, dir, steps, "warm_start.cache_dir="+filepath.Join(t.TempDir(), "fresh-cache")), quietOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.now = tick
+		if err := tr.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, summaryFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum Summary
+		if err := json.Unmarshal(raw, &sum); err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	first := run(1)
+	resumed := run(2)
+	if first.WarmStartTime <= 0 || resumed.WarmStartTime != first.WarmStartTime {
+		t.Errorf("warm start %vs, then %vs after resuming", first.WarmStartTime, resumed.WarmStartTime)
+	}
+	if resumed.WallTime <= first.WallTime {
+		t.Errorf("resumed run's wall time %vs is not more than the first session's %vs", resumed.WallTime, first.WallTime)
+	}
+	// Resuming a finished run adds only the new session's few readings.
+	again := run(2)
+	if again.WallTime < resumed.WallTime || again.WallTime > resumed.WallTime+20 {
+		t.Errorf("re-opening the finished run: wall time %vs, was %vs", again.WallTime, resumed.WallTime)
+	}
+}

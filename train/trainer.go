@@ -120,9 +120,14 @@ type session struct {
 	lock     *runlock.Lock
 	state    State
 	sched    native.Schedule
-	// warmStartTime is the time this session spent building the warm
-	// start (0 when it came from the cache or the run resumed).
+	// warmStartTime is the time the run spent building the warm start
+	// (0 when it came from the cache), in this session or, resumed, the
+	// first one.
 	warmStartTime time.Duration
+	// started is when this session began; priorElapsed the wall time of
+	// the sessions before it (see State.ElapsedS).
+	started      time.Time
+	priorElapsed time.Duration
 }
 
 // ErrStopped is returned by Run when a stopping rule ended the run early
@@ -138,6 +143,7 @@ func (t *Trainer) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.started = start
 	defer s.close()
 	err = s.loop(ctx)
 	if ctx.Err() != nil {
@@ -146,7 +152,7 @@ func (t *Trainer) Run(ctx context.Context) error {
 			return errors.Join(ctx.Err(), serr)
 		}
 		t.log.Info("interrupted: checkpoint saved; run the same command again to resume", "step", s.state.Step, "dir", t.cfg.Run.Out)
-		s.summarize(t.now().Sub(start), "interrupted")
+		s.summarize(s.elapsed(), "interrupted")
 		return ctx.Err()
 	}
 	if err != nil && !errors.Is(err, ErrStopped) {
@@ -159,7 +165,7 @@ func (t *Trainer) Run(ctx context.Context) error {
 	if err != nil {
 		reason = "stopped early: " + s.state.Stopped
 	}
-	s.summarize(t.now().Sub(start), reason)
+	s.summarize(s.elapsed(), reason)
 	return err
 }
 
@@ -210,6 +216,8 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 			return nil, fmt.Errorf("resume from %s: %w", resumeFrom, err)
 		}
 		s.learner, keep = l, s.state.Step
+		s.priorElapsed = time.Duration(s.state.ElapsedS * float64(time.Second))
+		s.warmStartTime = time.Duration(s.state.WarmStartS * float64(time.Second))
 		t.log.Info("resuming", "dir", resumeFrom, "step", s.state.Step)
 	} else {
 		began := t.now()
@@ -224,6 +232,7 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 			return nil, err
 		}
 		s.state = t.newState()
+		s.state.WarmStartS = s.warmStartTime.Seconds()
 		if err := t.clearRunDir(); err != nil {
 			return nil, err
 		}
