@@ -15,7 +15,8 @@
 // runs/credit/<arm>-seed<N>. Runs of one seed share a warm-start cache,
 // so every arm of a seed starts from the same model; a finished run is
 // not trained again (its directory resumes and ends at once), so an
-// interrupted study continues where it stopped. -fresh starts over.
+// interrupted study continues where it stopped. -fresh starts over;
+// -report trains nothing and reports the runs already in -out.
 package main
 
 import (
@@ -54,6 +55,7 @@ type options struct {
 	sets      []string
 	results   string
 	fresh     bool
+	report    bool
 }
 
 type setFlags []string
@@ -72,6 +74,7 @@ func main() {
 	flag.Var(&sets, "set", "KEY=VALUE passed to every run (repeatable)")
 	flag.StringVar(&o.results, "results", "", "markdown file whose section between the credit markers is replaced (the plot goes beside it)")
 	flag.BoolVar(&o.fresh, "fresh", false, "delete earlier runs and the warm-start cache first")
+	flag.BoolVar(&o.report, "report", false, "train nothing: report the finished runs in -out")
 	flag.Parse()
 	o.arms, o.sets = strings.Split(*arms, ","), sets
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -86,21 +89,25 @@ func run(ctx context.Context, o options) error {
 	if o.seeds < 1 {
 		return fmt.Errorf("-seeds: must be at least 1, got %d", o.seeds)
 	}
+	if o.fresh && o.report {
+		return errors.New("-fresh and -report are exclusive")
+	}
 	if o.fresh {
 		if err := os.RemoveAll(o.out); err != nil {
 			return err
 		}
 	}
 	bin := filepath.Join(o.out, "trainer")
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return err
+	if !o.report {
+		if err := os.MkdirAll(o.out, 0o755); err != nil {
+			return err
+		}
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./trainer")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build ./trainer: %w", err)
+		}
 	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./trainer")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		return fmt.Errorf("go build ./trainer: %w", err)
-	}
-	t0 := time.Now()
 	var arms []arm
 	for _, spec := range o.arms {
 		name, preset, own, err := parseArm(spec)
@@ -115,13 +122,15 @@ func run(ctx context.Context, o options) error {
 			for _, s := range append(slices.Clone(o.sets), own...) {
 				args = append(args, "-set", s)
 			}
-			fmt.Fprintf(os.Stderr, "\n$ go run ./trainer %s\n", strings.Join(args, " "))
-			cmd := exec.CommandContext(ctx, bin, args...)
-			var logs bytes.Buffer
-			cmd.Stdout, cmd.Stderr = os.Stderr, &logs
-			if err := cmd.Run(); err != nil {
-				os.Stderr.Write(logs.Bytes())
-				return fmt.Errorf("%s seed %d: %w", name, seed, err)
+			if !o.report {
+				fmt.Fprintf(os.Stderr, "\n$ go run ./trainer %s\n", strings.Join(args, " "))
+				cmd := exec.CommandContext(ctx, bin, args...)
+				var logs bytes.Buffer
+				cmd.Stdout, cmd.Stderr = os.Stderr, &logs
+				if err := cmd.Run(); err != nil {
+					os.Stderr.Write(logs.Bytes())
+					return fmt.Errorf("%s seed %d: %w", name, seed, err)
+				}
 			}
 			r, err := readRun(dir)
 			if err != nil {
@@ -143,7 +152,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
-	text := report(arms, o, cmdline, time.Since(t0), plotFile, o.results)
+	text := report(arms, o, cmdline, plotFile, o.results)
 	fmt.Println(text)
 	if o.results != "" {
 		return replaceSection(o.results, text)
@@ -200,7 +209,9 @@ type runResult struct {
 	// steps and success are the validation curve (step 0 is the warm start).
 	steps   []int
 	success []float64
-	// rlTime is the wall time after the warm start; rlSteps the RL steps.
+	// wall is the run's wall time; rlTime the part after the warm start;
+	// rlSteps the RL steps.
+	wall    float64
 	rlTime  float64
 	rlSteps int
 	// episodes is the number of validation episodes per point.
@@ -238,7 +249,7 @@ func readRun(dir string) (runResult, error) {
 	if err != nil {
 		return runResult{}, err
 	}
-	r := runResult{dir: dir, rlTime: s.WallTime - s.WarmStartTime, rlSteps: s.Steps, episodes: s.Levels * max(s.Samples, 1)}
+	r := runResult{dir: dir, wall: s.WallTime, rlTime: s.WallTime - s.WarmStartTime, rlSteps: s.Steps, episodes: s.Levels * max(s.Samples, 1)}
 	for _, row := range rows {
 		v, ok := row["val-env/success"]
 		if !ok || math.IsNaN(v) {
@@ -319,10 +330,17 @@ func fmtCI(mean, half float64) string {
 
 // report is the markdown section: the command, the summary table, the
 // curves at regular steps, and the plot.
-func report(arms []arm, o options, cmdline string, wall time.Duration, plotFile, results string) string {
+func report(arms []arm, o options, cmdline string, plotFile, results string) string {
 	var b strings.Builder
+	total := 0.0
+	for _, a := range arms {
+		for _, r := range a.runs {
+			total += r.wall
+		}
+	}
 	fmt.Fprintf(&b, "%s\n", beginMarker)
-	fmt.Fprintf(&b, "`%s` (%s on 2 cores; %d seed(s) per arm, config `%s`).\n\n", cmdline, wall.Round(time.Second), o.seeds, o.config)
+	fmt.Fprintf(&b, "`%s`: %d seed(s) per arm on `%s`; the runs took %s in all on 2 cores (warm starts included, each built once per seed).\n\n",
+		cmdline, o.seeds, o.config, (time.Duration(total) * time.Second).Round(time.Second))
 	ep := arms[0].runs[0].episodes
 	fmt.Fprintf(&b, "Validation success on %d episodes per point; ± is the 95%% interval over seeds (Student's t). "+
 		"Curve mean: the mean of every validation point after the warm start (a sample-efficiency measure). "+

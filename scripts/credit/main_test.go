@@ -22,7 +22,7 @@ func TestMeanCI(t *testing.T) {
 func fakeArm(name string, curves ...[]float64) arm {
 	a := arm{name: name}
 	for _, c := range curves {
-		r := runResult{rlTime: 40, rlSteps: 20, episodes: 256}
+		r := runResult{wall: 60, rlTime: 40, rlSteps: 20, episodes: 256}
 		for i, v := range c {
 			r.steps = append(r.steps, 10*i)
 			r.success = append(r.success, v)
@@ -47,10 +47,10 @@ func TestReport(t *testing.T) {
 		t.Errorf("areaMean = %v, want 0.9 (step 0 excluded)", got)
 	}
 	o := options{config: "configs/sokoban.yaml", arms: []string{"GRPO", "CAST"}, seeds: 2, threshold: 0.85}
-	text := report(arms, o, "go run ./scripts/credit -seeds 2", 0, "docs/results/credit-sokoban.png", "docs/results.md")
+	text := report(arms, o, "go run ./scripts/credit -seeds 2", "docs/results/credit-sokoban.png", "docs/results.md")
 	m, h := meanCI([]float64{0.86, 0.8})
 	for _, want := range []string{
-		beginMarker, endMarker, "`go run ./scripts/credit -seeds 2`", "256 episodes per point",
+		beginMarker, endMarker, "`go run ./scripts/credit -seeds 2`", "256 episodes per point", "took 4m0s in all",
 		"| GRPO | 0.700 | **" + fmtCI(m, h) + "** | 0.860, 0.800 |", "| 20, — | 2.00 |",
 		"| CAST | 0.700 |", "| 10, 10 |", "](results/credit-sokoban.png)",
 	} {
