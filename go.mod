@@ -3,6 +3,7 @@ module github.com/agentrl/agentrl
 go 1.26
 
 require (
+	github.com/coder/websocket v1.8.15
 	github.com/sashabaranov/go-openai v1.43.0
 	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
 	go.yaml.in/yaml/v3 v3.0.6

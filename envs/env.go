@@ -22,7 +22,9 @@ import (
 // Env is one episode-at-a-time text environment.
 //
 // Implementations need not be safe for concurrent use; the rollout engine
-// gives every sample its own Env.
+// gives every sample its own Env. An environment that holds resources (a
+// remote session) also implements io.Closer: whoever made it closes it when
+// done with it, as the rollout engine does after every episode.
 type Env interface {
 	// Reset starts a new episode determined entirely by seed and returns the
 	// initial observation.

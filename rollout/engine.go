@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"sync"
@@ -157,6 +158,9 @@ func (e *Engine) Run(ctx context.Context, seeds []uint64, k int, samplingSeed ui
 // finishAll returns the finished trajectories, or ctx's error when it ended
 // before they were played.
 func finishAll(ctx context.Context, eps []*episode) ([]Trajectory, error) {
+	for _, ep := range eps {
+		closeEnv(ep.env)
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -477,6 +481,14 @@ func act(ctx context.Context, cfg *Config, ep *episode, parsed Parsed, tr *Turn)
 	t.Turns = append(t.Turns, *tr)
 	ep.lastReward = tr.Reward
 	return nil
+}
+
+// closeEnv releases an environment that holds resources (io.Closer, such
+// as a remote session). A close error loses nothing the episode recorded.
+func closeEnv(env envs.Env) {
+	if c, ok := env.(io.Closer); ok {
+		c.Close()
+	}
 }
 
 // stateKey names the environment's current state (see Turn.State).

@@ -31,6 +31,7 @@ func RunRandom(ctx context.Context, cfg Config, factory *envs.Factory, seeds []u
 	if err != nil {
 		return nil, err
 	}
+	defer closeEnv(probe)
 	if _, err := probe.Reset(seeds[0]); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"syscall"
 
 	_ "github.com/agentrl/agentrl/envs/builtin" // registers the bundled environments
+	_ "github.com/agentrl/agentrl/envs/openenv" // registers "openenv", environments on a remote OpenEnv server
 )
 
 // subcommand is one verb of the CLI.
@@ -40,6 +41,7 @@ func subcommands() []subcommand {
 		{"eval", "evaluate a checkpoint, a vLLM server or an OpenAI-compatible endpoint on an environment", runEval},
 		{"play", "play an environment in the terminal, replay actions, or watch its expert", runPlay},
 		{"serve", "serve a policy checkpoint over an OpenAI-compatible HTTP API", runServe},
+		{"serve-env", "serve environments over OpenEnv's HTTP/WebSocket protocol", runServeEnv},
 		{"plot", "draw PNG curves of a run directory's metrics", runPlot},
 	}
 }

@@ -76,6 +76,9 @@ func runPlay(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
+	if c, ok := env.(io.Closer); ok {
+		defer c.Close() // a remote session
+	}
 
 	var obs string
 	if *levelPath != "" {
