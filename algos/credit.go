@@ -86,12 +86,7 @@ func (p Preset) turnCreditAdvantages(in AdvantageInput) (advantages [][]float64,
 	if err := validateTurns(in.Turns, len(in.Scores), in.Mask, in.Episode); err != nil {
 		return nil, nil, err
 	}
-	var episode []float64
-	if p.Estimator == EstimatorRLOO {
-		episode, err = RLOOAdvantages(in.Scores, in.Groups)
-	} else {
-		episode, err = GroupAdvantages(in.Scores, in.Groups, p.NormAdvByStd)
-	}
+	episode, err := p.groupAdvantages(in.Scores, in.Groups)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -122,6 +117,15 @@ func (p Preset) turnCreditAdvantages(in AdvantageInput) (advantages [][]float64,
 		metrics = st.Metrics()
 	}
 	return turnTokenAdvantages(in.Turns, in.Mask, episode, extra), metrics, nil
+}
+
+// groupAdvantages is the preset's group estimator on per-episode scores:
+// RLOO, or GRPO / Dr.GRPO by NormAdvByStd.
+func (p Preset) groupAdvantages(scores []float64, groups Groups) ([]float64, error) {
+	if p.Estimator == EstimatorRLOO {
+		return RLOOAdvantages(scores, groups)
+	}
+	return GroupAdvantages(scores, groups, p.NormAdvByStd)
 }
 
 // episodeBalance is (S/E)/T_e for every episode (see episodes.go).

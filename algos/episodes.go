@@ -38,12 +38,7 @@ func (p Preset) episodeGroupAdvantages(in AdvantageInput) (advantages, returns [
 	if err != nil {
 		return nil, nil, err
 	}
-	var perEpisode []float64
-	if p.Estimator == EstimatorRLOO {
-		perEpisode, err = RLOOAdvantages(in.Scores, in.Groups)
-	} else {
-		perEpisode, err = GroupAdvantages(in.Scores, in.Groups, p.NormAdvByStd)
-	}
+	perEpisode, err := p.groupAdvantages(in.Scores, in.Groups)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -243,12 +243,7 @@ func (p Preset) outcomeAdvantages(in AdvantageInput) (advantages, returns [][]fl
 			}
 		}
 	}
-	var seq []float64
-	if p.Estimator == EstimatorRLOO {
-		seq, err = RLOOAdvantages(scores, in.Groups)
-	} else {
-		seq, err = GroupAdvantages(scores, in.Groups, p.NormAdvByStd)
-	}
+	seq, err := p.groupAdvantages(scores, in.Groups)
 	if err != nil {
 		return nil, nil, err
 	}

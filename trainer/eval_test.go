@@ -77,6 +77,25 @@ func TestEvalUsage(t *testing.T) {
 	}
 }
 
+// standInModelServer serves a tiny random model of context maxSeq over
+// the vLLM API, as a stand-in for a served LLM.
+func standInModelServer(t *testing.T, name string, maxSeq int) *httptest.Server {
+	t.Helper()
+	tok := tokenizer.New()
+	m, err := native.New(native.Config{Vocab: tok.VocabSize(), DModel: 16, Layers: 1, Heads: 2, DFF: 32, MaxSeq: maxSeq, TieEmbeddings: true}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := local.New(name, m, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := serve.New(p, serve.Options{})
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	return ts
+}
+
 // TestServedModelConfigsEvaluate: every configs/*-vllm.yaml plays its
 // episodes to the end against a model behind `serve`, token-level through
 // the vLLM client, with the config's whole-conversation prompts fitting the
@@ -86,19 +105,7 @@ func TestServedModelConfigsEvaluate(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no served-model configs: %v", err)
 	}
-	tok := tokenizer.New()
-	m, err := native.New(native.Config{Vocab: tok.VocabSize(), DModel: 16, Layers: 1, Heads: 2, DFF: 32, MaxSeq: 16384, TieEmbeddings: true}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := local.New("long-context-stand-in", m, tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := serve.New(p, serve.Options{})
-	defer srv.Close()
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	ts := standInModelServer(t, "long-context-stand-in", 16384)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			dir := t.TempDir()

@@ -2,22 +2,16 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"time"
 
 	"github.com/agentrl/agentrl/policy/local"
 	"github.com/agentrl/agentrl/policy/serve"
 )
-
-// serveShutdownGrace is how long a stopping server waits for the requests
-// in flight before closing their connections.
-const serveShutdownGrace = 10 * time.Second
 
 // runServe serves a native checkpoint over vLLM's OpenAI-compatible HTTP API
 // until ctx ends (SIGINT or SIGTERM), then shuts down gracefully.
@@ -80,41 +74,9 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	})
 	defer srv.Close()
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
 	info := p.Info()
-	log.Info("serving", "url", "http://"+ln.Addr().String()+"/v1", "model", srv.Model(),
-		"max_model_len", info.MaxContext, "api_key", *apiKey != "", "checkpoint", *checkpoint)
-	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
-		if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() && *apiKey == "" {
-			log.Warn("listening beyond loopback without an API key; set -api-key or AGENTRL_API_KEY")
-		}
-	}
-
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down", "grace", serveShutdownGrace)
-	sctx, cancel := context.WithTimeout(context.Background(), serveShutdownGrace)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
-		log.Warn("requests cut short at shutdown", "err", err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
-	}
-	log.Info("stopped")
-	return nil
+	return serveUntilDone(ctx, *addr, srv, *apiKey, log, func(a net.Addr) {
+		log.Info("serving", "url", "http://"+a.String()+"/v1", "model", srv.Model(),
+			"max_model_len", info.MaxContext, "api_key", *apiKey != "", "checkpoint", *checkpoint)
+	}, nil)
 }

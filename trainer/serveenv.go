@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -120,44 +119,18 @@ func runServeEnv(ctx context.Context, args []string, s stdio) error {
 		handler = srv
 	}
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	for _, srv := range servers {
-		url := "http://" + ln.Addr().String()
-		if len(servers) > 1 {
-			url += "/" + srv.Name()
+	return serveUntilDone(ctx, *addr, handler, *apiKey, log, func(a net.Addr) {
+		for _, srv := range servers {
+			url := "http://" + a.String()
+			if len(servers) > 1 {
+				url += "/" + srv.Name()
+			}
+			log.Info("serving", "env", srv.Name(), "url", url, "ws", "ws"+url[len("http"):]+"/ws")
 		}
-		log.Info("serving", "env", srv.Name(), "url", url, "ws", "ws"+url[len("http"):]+"/ws")
-	}
-	log.Info("limits", "max_sessions", *maxSessions, "idle_timeout", *idle, "max_message_bytes", *maxBytes, "api_key", *apiKey != "")
-	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
-		if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() && *apiKey == "" {
-			log.Warn("listening beyond loopback without an API key; set -api-key or AGENTRL_API_KEY")
+		log.Info("limits", "max_sessions", *maxSessions, "idle_timeout", *idle, "max_message_bytes", *maxBytes, "api_key", *apiKey != "")
+	}, func() {
+		for _, srv := range servers {
+			srv.Close() // ends the WebSocket sessions, which Shutdown does not wait for
 		}
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	for _, srv := range servers {
-		srv.Close() // ends the WebSocket sessions, which Shutdown does not wait for
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), serveShutdownGrace)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		hs.Close()
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", err)
-	}
-	log.Info("stopped")
-	return nil
+	})
 }

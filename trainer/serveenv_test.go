@@ -4,17 +4,12 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentrl/agentrl/envs/openenv"
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/native"
-	"github.com/agentrl/agentrl/policy/serve"
-	"github.com/agentrl/agentrl/policy/tokenizer"
 )
 
 // startServeEnv runs `trainer serve-env args…` on a free loopback port
@@ -125,19 +120,7 @@ func TestServeEnvUsage(t *testing.T) {
 func TestEvalServedModelOnRemoteEnvironment(t *testing.T) {
 	urls, stop := startServeEnv(t, "-env", "frozenlake")
 	defer stop()
-	tok := tokenizer.New()
-	m, err := native.New(native.Config{Vocab: tok.VocabSize(), DModel: 16, Layers: 1, Heads: 2, DFF: 32, MaxSeq: 4096, TieEmbeddings: true}, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := local.New("stand-in", m, tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := serve.New(p, serve.Options{})
-	defer srv.Close()
-	ts := httptest.NewServer(srv)
-	defer ts.Close()
+	ts := standInModelServer(t, "stand-in", 4096)
 	cfg := writeFile(t, "remote.yaml", "env:\n  name: openenv\n  config:\n    url: "+urls[0]+"\nrollout:\n  max_turns: 3\n  history_window: 0\n  prompt_style: ragen\n  sampling:\n    max_tokens: 8\n")
 	code, out, errOut := runCLI(t, "", "eval", "-config", cfg, "-vllm", ts.URL, "-episodes", "3")
 	if code != 0 {

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// serveShutdownGrace is how long a stopping server waits for the requests
+// in flight before closing their connections.
+const serveShutdownGrace = 10 * time.Second
+
+// serveUntilDone listens on addr and serves handler until ctx ends (SIGINT
+// or SIGTERM), then calls closing (for what Shutdown does not wait on, such
+// as WebSocket sessions) and shuts down gracefully. listening is told the
+// address once it is bound. Listening beyond loopback without an API key
+// is warned about.
+func serveUntilDone(ctx context.Context, addr string, handler http.Handler, apiKey string, log *slog.Logger,
+	listening func(net.Addr), closing func()) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	listening(ln.Addr())
+	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() && apiKey == "" {
+			log.Warn("listening beyond loopback without an API key; set -api-key or AGENTRL_API_KEY")
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "grace", serveShutdownGrace)
+	if closing != nil {
+		closing()
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), serveShutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		hs.Close()
+		log.Warn("requests cut short at shutdown", "err", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
