@@ -120,6 +120,18 @@ type Solver interface {
 	CostToGo() (moves int, solvable bool, err error)
 }
 
+// RationaleChecker is implemented by environments that can verify what a
+// rationale says about the current state: the facts their Advice.Brief
+// states ("P4,3 X3,3 O1,3": where the player, the boxes, the targets are).
+// It is ground truth for reasoning that MI only estimates: whether the
+// model read its input correctly.
+type RationaleChecker interface {
+	// CheckRationale reports, for every fact of the brief form, whether
+	// text states it exactly as the current state has it (a fact text does
+	// not mention is wrong). It does not change the state.
+	CheckRationale(text string) map[string]bool
+}
+
 // LevelLoader is implemented by environments whose episodes can start from a
 // level written as text (a Sokoban board, a FrozenLake map).
 type LevelLoader interface {

@@ -105,3 +105,39 @@ func TestTurnsRecordStateAndCostToGo(t *testing.T) {
 		}
 	}
 }
+
+// TestRationaleGroundTruth: the expert's brief rationales state every fact
+// of the board correctly; its prose rationales are not in the checkable
+// form, so they count as wrong; replies without reasoning are not checked.
+func TestRationaleGroundTruth(t *testing.T) {
+	factory, err := envs.NewFactory("sokoban", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.PromptStyle = PromptCompact
+	seeds := []uint64{1, 2, 3, 4, 5, 6}
+	for _, c := range []struct {
+		brief bool
+		want  float64
+	}{{true, 1}, {false, 0}} {
+		trajs, err := Demonstrate(context.Background(), cfg, factory, seeds, DemoOptions{Brief: c.brief, Perturb: 0.3, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := Metrics("demo", trajs, 1)
+		for _, k := range []string{"demo/rationale_correct", "demo/rationale_correct/player", "demo/rationale_correct/boxes", "demo/rationale_correct/targets"} {
+			if v, ok := m[k]; !ok || v != c.want {
+				t.Errorf("brief %v: %s = %v (present %v), want %v", c.brief, k, v, ok, c.want)
+			}
+		}
+	}
+	cfg.Think = false
+	trajs, err := RunRandom(context.Background(), cfg, factory, seeds, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := Metrics("random", trajs, 1)["random/rationale_correct"]; ok {
+		t.Error("replies without reasoning were checked")
+	}
+}

@@ -430,6 +430,9 @@ func act(ctx context.Context, cfg *Config, ep *episode, parsed Parsed, tr *Turn)
 	t := &ep.traj
 	tr.FormatOK, tr.Actions = parsed.FormatOK, parsed.Actions
 	tr.State = stateKey(ep.env)
+	if rc, ok := ep.env.(envs.RationaleChecker); ok && parsed.FormatOK && parsed.Think != "" {
+		tr.Rationale = rc.CheckRationale(parsed.Think)
+	}
 	costBefore := math.NaN()
 	if cfg.CostToGo {
 		costBefore = costToGo(ep.env)

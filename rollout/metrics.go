@@ -6,7 +6,10 @@ import "fmt"
 // prefix/success, /score, /env_return, /format_penalty, /num_actions,
 // /action_is_valid, /action_is_effective, /failed, /format_ok,
 // /response_length (tokens per reply), /num_turns, /pass@K (K = groupSize > 1)
-// and prefix/env/KEY for every numeric Info metric of the environment.
+// and prefix/env/KEY for every numeric Info metric of the environment; where
+// the environment checks rationales, prefix/rationale_correct (the share of
+// checked reasoning that stated every fact right) and
+// prefix/rationale_correct/FACT.
 func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float64 {
 	m := map[string]float64{}
 	if len(trajs) == 0 {
@@ -16,6 +19,8 @@ func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float6
 	envSums := map[string]float64{}
 	envCounts := map[string]float64{}
 	groupSuccess := map[int]bool{}
+	var checked, allRight float64
+	factRight := map[string]float64{}
 	for _, tr := range trajs {
 		if tr.Err != "" {
 			failed++
@@ -38,6 +43,20 @@ func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float6
 				formatOK++
 			}
 			respLen += float64(turn.ReplyEnd - turn.ReplyStart)
+			if turn.Rationale != nil {
+				checked++
+				all := true
+				for fact, ok := range turn.Rationale {
+					if ok {
+						factRight[fact]++
+					} else {
+						all = false
+					}
+				}
+				if all {
+					allRight++
+				}
+			}
 		}
 		for k, v := range tr.EnvMetrics {
 			envSums[k] += v
@@ -57,6 +76,22 @@ func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float6
 		m[prefix+"/format_ok"] = formatOK / turns
 		m[prefix+"/response_length"] = respLen / turns
 		m[prefix+"/num_turns"] = turns / n
+	}
+	if checked > 0 {
+		m[prefix+"/rationale_correct"] = allRight / checked
+		for fact, n := range factRight {
+			m[prefix+"/rationale_correct/"+fact] = n / checked
+		}
+		// A fact never right is still reported, as 0.
+		for _, tr := range trajs {
+			for _, turn := range tr.Turns {
+				for fact := range turn.Rationale {
+					if _, ok := factRight[fact]; !ok {
+						m[prefix+"/rationale_correct/"+fact] = 0
+					}
+				}
+			}
+		}
 	}
 	if groupSize > 1 {
 		groups := map[int]bool{}

@@ -80,6 +80,11 @@ type Turn struct {
 	// Turns of one level with equal States started from the same state
 	// (GiGPO's anchor states).
 	State string
+	// Rationale says, for each fact about the state the environment can
+	// check (envs.RationaleChecker: the player, the boxes, …), whether the
+	// reply's reasoning stated it correctly; nil when the reply had no
+	// parsed reasoning or the environment checks none.
+	Rationale map[string]bool
 	// Cost is the environment's exact cost-to-go around the turn; nil
 	// unless Config.CostToGo is set and the environment's solver answered
 	// both before and after.

@@ -38,3 +38,18 @@ func (e *Env) CostToGo() (int, bool, error) {
 	}
 	return len(path), true, nil
 }
+
+var _ envs.RationaleChecker = (*Env)(nil)
+
+// CheckRationale implements envs.RationaleChecker for the brief form
+// "P r,c G r,c": facts player and goal.
+func (e *Env) CheckRationale(text string) map[string]bool {
+	if e.m == nil {
+		return nil
+	}
+	stated := envs.BriefCells(text)
+	return map[string]bool{
+		"player": envs.SameCells(stated['P'], [][2]int{{e.pos.Row, e.pos.Col}}),
+		"goal":   envs.SameCells(stated['G'], [][2]int{{e.m.goal.Row, e.m.goal.Col}}),
+	}
+}

@@ -79,3 +79,20 @@ func TestCostToGoFollowsTheExpert(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckRationale(t *testing.T) {
+	e := newEnv(t, nil)
+	if _, err := e.LoadLevel(classic); err != nil {
+		t.Fatal(err)
+	}
+	adv, err := e.Advise(1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.CheckRationale(adv.Brief); !got["player"] || !got["goal"] || len(got) != 2 {
+		t.Errorf("the expert's brief %q: %v", adv.Brief, got)
+	}
+	if got := e.CheckRationale("P0,0 G3,2"); !got["player"] || got["goal"] {
+		t.Errorf("wrong goal: %v", got)
+	}
+}

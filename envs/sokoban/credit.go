@@ -55,3 +55,29 @@ func (e *Env) CostToGo() (int, bool, error) {
 	}
 	return len(plan), true, nil
 }
+
+var _ envs.RationaleChecker = (*Env)(nil)
+
+// CheckRationale implements envs.RationaleChecker for the brief form
+// "P r,c X r,c … O r,c …": facts player, boxes and targets, each right
+// when the text states exactly the true cells (all boxes, all targets).
+func (e *Env) CheckRationale(text string) map[string]bool {
+	if e.level == nil {
+		return nil
+	}
+	b := e.level.board
+	cells := func(cs []int) [][2]int {
+		out := make([][2]int, len(cs))
+		for i, c := range cs {
+			p := b.pos(c)
+			out[i] = [2]int{p.Row, p.Col}
+		}
+		return out
+	}
+	stated := envs.BriefCells(text)
+	return map[string]bool{
+		"player":  envs.SameCells(stated['P'], cells([]int{e.player})),
+		"boxes":   envs.SameCells(stated['X'], cells(e.boxes())),
+		"targets": envs.SameCells(stated['O'], cells(b.targets)),
+	}
+}

@@ -2,6 +2,7 @@ package sokoban
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/agentrl/agentrl/envs"
@@ -80,5 +81,36 @@ func TestCostToGoDeadlockAndStateKey(t *testing.T) {
 	}
 	if _, ok, err := e.CostToGo(); ok || err != nil {
 		t.Errorf("after the deadlock: solvable %v, err %v", ok, err)
+	}
+}
+
+func TestCheckRationale(t *testing.T) {
+	e := newEnv(t, nil)
+	if e.CheckRationale("P1,1") != nil {
+		t.Error("checked a rationale before Reset")
+	}
+	if _, err := e.LoadLevel("#######\n#O_PX_#\n#_____#\n#######"); err != nil {
+		t.Fatal(err)
+	}
+	adv, err := e.Advise(2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		text string
+		want map[string]bool
+	}{
+		{adv.Brief, map[string]bool{"player": true, "boxes": true, "targets": true}},
+		{"P1,3 X1,4 O1,1", map[string]bool{"player": true, "boxes": true, "targets": true}},
+		{"O1,1 X1,4 P1,3 then push left", map[string]bool{"player": true, "boxes": true, "targets": true}},
+		// The failure mode of a collapsing policy: the box at the player's cell.
+		{"P1,3 X1,3 O1", map[string]bool{"player": true, "boxes": false, "targets": false}},
+		{"X1,4 X1,4 O1,1 P1,3", map[string]bool{"player": true, "boxes": false, "targets": true}},
+		{"push the box left", map[string]bool{"player": false, "boxes": false, "targets": false}},
+	} {
+		got := e.CheckRationale(c.text)
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%q: %v, want %v", c.text, got, c.want)
+		}
 	}
 }
