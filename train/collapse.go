@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -109,4 +110,56 @@ func collapseMetrics(ctx context.Context, p policy.Policy, trajs []rollout.Traje
 	}
 	metrics["timing_s/collapse_total"] = time.Since(start).Seconds()
 	return metrics, nil
+}
+
+// collapseAlarm feeds the collapse metrics to the regime classifier, logs
+// and shows every change of regime with the statistics and a sample
+// transcript, and stops the run on the regimes collapse.alarm.stop_on
+// names.
+func (s *session) collapseAlarm(step int, cm map[string]float64, trajs []rollout.Trajectory, m metrics) {
+	a := s.cfg.Collapse.Alarm
+	if !a.Enabled {
+		return
+	}
+	prefix := algos.SchemeFirstTurn
+	if !s.cfg.Collapse.FirstTurn {
+		prefix = algos.SchemeTrajectory
+	}
+	r, ok := algos.ReadingFromMetrics(cm, prefix)
+	if !ok {
+		return // too few distinct prompts this step to tell anything apart
+	}
+	prev := s.state.Regime.Regime
+	regime, changed := s.state.Regime.Observe(r)
+	m.add(s.state.Regime.Metrics(r))
+	m["collapse/regime_changed"] = 0
+	if !changed {
+		return
+	}
+	m["collapse/regime_changed"] = 1
+	sample := ""
+	for _, tr := range trajs {
+		if tr.Err == "" && len(tr.Turns) > 0 && tr.Turns[0].HasThink() {
+			sample = tr.Turns[0].Reply
+			break
+		}
+	}
+	from := string(prev)
+	if from == "" {
+		from = "none"
+	}
+	attrs := []any{"step", step, "from", from, "to", string(regime), "input_dependence", r.Dependence(),
+		"mi", r.MI, "mi_upper", r.MIUpper, "retrieval", r.Retrieval, "chance", r.Chance, "entropy", r.Entropy, "sample_reply", sample}
+	if regime.Collapsed() {
+		s.log.Warn("collapse alarm: reasoning regime changed", attrs...)
+	} else {
+		s.log.Info("reasoning regime", attrs...)
+	}
+	fmt.Fprintf(s.console, "step %d  regime %s -> %s  (input dependence %.2f, H(Z|X) %.3f nats/token)  e.g. %q\n",
+		step, from, regime, r.Dependence(), r.Entropy, sample)
+	for _, stop := range a.StopOn {
+		if algos.Regime(stop) == regime {
+			s.state.Stopped = fmt.Sprintf("collapse alarm: the reasoning regime became %s at step %d", regime, step)
+		}
+	}
 }

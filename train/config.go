@@ -129,6 +129,20 @@ type CollapseConfig struct {
 	// FirstTurn and Trajectory select the two sampling schemes.
 	FirstTurn  bool `yaml:"first_turn"`
 	Trajectory bool `yaml:"trajectory"`
+	// Alarm classifies the reasoning regime at every collapse step
+	// (algos.RegimeTracker, on the first-turn scheme, or the trajectory
+	// scheme when first_turn is off) and logs every change with a sample
+	// transcript.
+	Alarm AlarmConfig `yaml:"alarm"`
+}
+
+// AlarmConfig is the collapse alarm.
+type AlarmConfig struct {
+	Enabled            bool `yaml:"enabled"`
+	algos.RegimeConfig `yaml:",inline"`
+	// StopOn lists the regimes that stop the run when entered (e.g.
+	// [template_collapse]); empty: never stop.
+	StopOn []string `yaml:"stop_on"`
 }
 
 // ValidationConfig evaluates on held-out levels.
@@ -208,7 +222,8 @@ func Default() Config {
 		Algo: AlgoConfig{PresetName: "GRPO", Preset: algos.PresetGRPO(), LR: 5e-4, CriticLR: 5e-4, WarmupSteps: 0,
 			WeightDecay: 0, GradClip: 1, Epochs: 1, MiniBatch: 64},
 		Filter:     FilterConfig{FilterConfig: algos.RecommendedFilterConfig(), EmptyStopSteps: 5, MaxSampleRounds: 3},
-		Collapse:   CollapseConfig{Every: 5, Samples: 64, FirstTurn: true, Trajectory: true},
+		Collapse: CollapseConfig{Every: 5, Samples: 64, FirstTurn: true, Trajectory: true,
+			Alarm: AlarmConfig{Enabled: true, RegimeConfig: algos.DefaultRegimeConfig()}},
 		Validation: ValidationConfig{Every: 10, Levels: 256, SeedBase: 1 << 40, Samples: 1, Temperature: 1},
 		WarmStart: WarmStartConfig{Enabled: true, Episodes: 6000, Perturb: 0.1, Rationale: "brief",
 			Steps: DefaultWarmStartSteps, Batch: 16, LR: 3e-3, CacheDir: "runs/cache"},
@@ -333,6 +348,16 @@ func (c *Config) Validate() error {
 	check(!c.Filter.DynamicSampling || c.Filter.MaxSampleRounds >= 1, "filter.max_sample_rounds: must be at least 1, got %d", c.Filter.MaxSampleRounds)
 	check(c.Collapse.Every >= 0, "collapse.every: must be >= 0, got %d", c.Collapse.Every)
 	check(c.Collapse.Samples >= 2, "collapse.samples: must be at least 2, got %d", c.Collapse.Samples)
+	if c.Collapse.Alarm.Enabled {
+		if err := c.Collapse.Alarm.RegimeConfig.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("collapse.alarm: %w", err))
+		}
+		for _, r := range c.Collapse.Alarm.StopOn {
+			if _, err := algos.ParseRegime(r); err != nil {
+				errs = append(errs, fmt.Errorf("collapse.alarm.stop_on: %w", err))
+			}
+		}
+	}
 	check(c.Validation.Every >= 0, "validation.every: must be >= 0, got %d", c.Validation.Every)
 	check(c.Validation.Every == 0 || c.Validation.Levels >= 1, "validation.levels: must be at least 1, got %d", c.Validation.Levels)
 	check(c.Validation.Temperature >= 0, "validation.temperature: must be >= 0, got %v", c.Validation.Temperature)

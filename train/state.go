@@ -25,6 +25,9 @@ type State struct {
 	NextTrainSeed uint64             `json:"next_train_seed"`
 	EarlyStop     *algos.EarlyStop   `json:"early_stop"`
 	CollapseEMA   *algos.CollapseEMA `json:"collapse_ema"`
+	// Regime is the collapse alarm's classifier (nil in checkpoints from
+	// before it existed: it starts afresh).
+	Regime *algos.RegimeTracker `json:"regime,omitempty"`
 	NaNStreak     int                `json:"nan_streak"`
 	// RandomValSuccess is the validation success of a uniformly random
 	// policy, measured once.
@@ -66,6 +69,7 @@ func (t *Trainer) newState() State {
 	return State{NextTrainSeed: t.cfg.Run.TrainSeedBase,
 		EarlyStop:        algos.NewEarlyStop(t.cfg.earlyStop()),
 		CollapseEMA:      algos.NewCollapseEMA(),
+		Regime:           &algos.RegimeTracker{Config: t.cfg.Collapse.Alarm.RegimeConfig},
 		RandomValSuccess: math.NaN(), WarmStartValSuccess: math.NaN()}
 }
 
@@ -123,5 +127,9 @@ func (t *Trainer) loadState(dir string) (State, error) {
 	}
 	state.EarlyStop.Config = t.cfg.earlyStop()
 	state.CollapseEMA.Decay = algos.CollapseEMADecay
+	if state.Regime == nil {
+		state.Regime = &algos.RegimeTracker{}
+	}
+	state.Regime.Config = t.cfg.Collapse.Alarm.RegimeConfig
 	return state, nil
 }

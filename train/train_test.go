@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -714,5 +715,48 @@ func TestResumedSummaryCountsEverySession(t *testing.T) {
 	again := run(2)
 	if again.WallTime < resumed.WallTime || again.WallTime > resumed.WallTime+20 {
 		t.Errorf("re-opening the finished run: wall time %vs, was %vs", again.WallTime, resumed.WallTime)
+	}
+}
+
+// TestCollapseAlarm: the regime is classified at every collapse step and
+// logged; thresholds no reasoning can meet make the first reading a
+// collapse, which stop_on turns into an early stop with the reason.
+func TestCollapseAlarm(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	cfg := tinyConfig(t, dir, 3, "collapse.every=1", "collapse.alarm.dependence_high=1", "collapse.alarm.dependence_low=0.999",
+		"collapse.alarm.stop_on=[template_collapse, low_entropy_collapse]")
+	var console strings.Builder
+	opts := quietOptions()
+	opts.Console = &console
+	tr, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); !errors.Is(err, ErrStopped) {
+		t.Fatalf("run ended with %v, want ErrStopped; stop_on %v; console:\n%s", err, cfg.Collapse.Alarm.StopOn, console.String())
+	}
+	out := console.String()
+	if !strings.Contains(out, "regime none -> ") || !strings.Contains(out, "stopped early: collapse alarm: the reasoning regime became") {
+		t.Errorf("console:\n%s", out)
+	}
+	ms, _ := ReadMetrics(dir)
+	last := ms[len(ms)-1]
+	if code := last["collapse/regime"]; code != 3 && code != 4 {
+		t.Errorf("collapse/regime = %v, want a collapsed regime (3 or 4): %v", code, last)
+	}
+	if last["collapse/regime_changed"] != 1 || last["step"] != 1 {
+		t.Errorf("stopped at step %v, regime_changed %v", last["step"], last["collapse/regime_changed"])
+	}
+
+	// With the defaults the alarm classifies and stays on.
+	cfg = tinyConfig(t, filepath.Join(t.TempDir(), "run2"), 2, "collapse.every=1", "collapse.alarm.stop_on=[template_collapse]")
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse([]byte("collapse:\n  alarm:\n    stop_on: [templat_collapse]\n"), nil); err == nil || !strings.Contains(err.Error(), "stop_on") {
+		t.Errorf("a misspelt regime: %v", err)
 	}
 }

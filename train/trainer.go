@@ -521,6 +521,7 @@ func (s *session) collect(ctx context.Context, step int, m metrics) (Batch, uint
 			return Batch{}, 0, fmt.Errorf("collapse metrics: %w", err)
 		}
 		m.add(cm)
+		s.collapseAlarm(step, cm, trajs, m)
 	}
 	if c.Filter.DynamicSampling {
 		if batch, next, err = s.dynamicSampling(ctx, step, batch, next, m); err != nil {
