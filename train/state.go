@@ -27,8 +27,8 @@ type State struct {
 	CollapseEMA   *algos.CollapseEMA `json:"collapse_ema"`
 	// Regime is the collapse alarm's classifier (nil in checkpoints from
 	// before it existed: it starts afresh).
-	Regime *algos.RegimeTracker `json:"regime,omitempty"`
-	NaNStreak     int                `json:"nan_streak"`
+	Regime    *algos.RegimeTracker `json:"regime,omitempty"`
+	NaNStreak int                  `json:"nan_streak"`
 	// RandomValSuccess is the validation success of a uniformly random
 	// policy, measured once.
 	RandomValSuccess float64 `json:"random_val_success"`
