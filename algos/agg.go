@@ -25,7 +25,16 @@ import "fmt"
 // Σm + 1e-8 (here exactly Σm); an all-empty batch gives all-zero weights.
 //
 // verl aggregates per micro-batch and averages micro-batches; pass the whole
-// mini-batch here to get the mode's intended weighting.
+// mini-batch here to get the mode's intended weighting. RAGEN trains with
+// micro-batches of one sequence, so its effective weighting is the mode
+// applied to each sequence alone and divided by the B sequences of the
+// mini-batch (gradient accumulation), empty ones included
+// (MicroBatchWeights):
+//
+//	token-mean, seq-mean-token-mean:  w_{i,t} = m_{i,t} / (n_i · B)   (every sequence weighs the same)
+//	seq-mean-token-sum:               w_{i,t} = m_{i,t} / B
+//
+// So RAGEN's "token-mean" PPO weighs sequences, not tokens, equally.
 
 // LossAggMode is a verl loss_agg_mode.
 type LossAggMode string
@@ -86,6 +95,26 @@ func AggWeights(mode LossAggMode, mask [][]bool) ([][]float64, error) {
 			if m {
 				w[i][t] = wi
 			}
+		}
+	}
+	return w, nil
+}
+
+// MicroBatchWeights are the weights verl's aggregation gives when every
+// micro-batch holds one sequence (RAGEN's setting): the mode on each
+// sequence alone, averaged over the len(mask) micro-batches.
+func MicroBatchWeights(mode LossAggMode, mask [][]bool) ([][]float64, error) {
+	if _, err := ParseLossAggMode(string(mode)); err != nil {
+		return nil, err
+	}
+	w := zerosLike(mask)
+	for i := range mask {
+		wi, err := AggWeights(mode, mask[i:i+1])
+		if err != nil {
+			return nil, err
+		}
+		for t := range wi[0] {
+			w[i][t] = wi[0][t] / float64(len(mask))
 		}
 	}
 	return w, nil

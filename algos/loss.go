@@ -52,12 +52,21 @@ func (r ActorLossResult) Metrics() map[string]float64 {
 	}
 }
 
+// aggWeights are the loss weights of the mini-batch mask: the mode's, or
+// with MicroBatchWeighting RAGEN's effective ones (see agg.go).
+func (p Preset) aggWeights(mask [][]bool) ([][]float64, error) {
+	if p.MicroBatchWeighting {
+		return MicroBatchWeights(p.LossAgg, mask)
+	}
+	return AggWeights(p.LossAgg, mask)
+}
+
 // ActorLoss computes the policy objective of the preset on a batch.
 func (p Preset) ActorLoss(b ActorBatch) (ActorLossResult, error) {
 	if err := p.Validate(); err != nil {
 		return ActorLossResult{}, err
 	}
-	w, err := AggWeights(p.LossAgg, b.Mask)
+	w, err := p.aggWeights(b.Mask)
 	if err != nil {
 		return ActorLossResult{}, err
 	}
@@ -125,7 +134,7 @@ func (p Preset) CriticLoss(values, oldValues, returns [][]float64, mask [][]bool
 	if err := p.Validate(); err != nil {
 		return CriticLossResult{}, err
 	}
-	w, err := AggWeights(p.LossAgg, mask)
+	w, err := p.aggWeights(mask)
 	if err != nil {
 		return CriticLossResult{}, err
 	}

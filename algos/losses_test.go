@@ -276,3 +276,28 @@ func TestSFTLoss(t *testing.T) {
 	_, err = SFTLoss(TokenMean, logp, mask)
 	wantErr(t, "infinite logp", err)
 }
+
+func TestMicroBatchWeights(t *testing.T) {
+	// Three sequences of 1, 3 and 0 trained tokens: one-sequence
+	// micro-batches averaged over B = 3.
+	mask := [][]bool{b(1, 0), b(1, 1, 1), b(0)}
+	w, err := MicroBatchWeights(TokenMean, mask)
+	mustNil(t, err)
+	approxRows(t, "token-mean", w, [][]float64{{1.0 / 3, 0}, {1.0 / 9, 1.0 / 9, 1.0 / 9}, {0}})
+	w, err = MicroBatchWeights(SeqMeanTokenSum, mask)
+	mustNil(t, err)
+	approxRows(t, "seq-mean-token-sum", w, [][]float64{{1.0 / 3, 0}, {1.0 / 3, 1.0 / 3, 1.0 / 3}, {0}})
+	// Against the whole-batch token-mean, which weighs every token 1/4.
+	whole, err := AggWeights(TokenMean, mask)
+	mustNil(t, err)
+	approxRows(t, "whole-batch token-mean", whole, [][]float64{{0.25, 0}, {0.25, 0.25, 0.25}, {0}})
+	if _, err := MicroBatchWeights("token-avg", mask); err == nil {
+		t.Error("unknown mode accepted")
+	}
+	// The preset switch reaches the losses.
+	p := PresetPPO()
+	p.MicroBatchWeighting = true
+	w, err = p.aggWeights(mask)
+	mustNil(t, err)
+	approx(t, "first token weight", w[0][0], 1.0/3)
+}

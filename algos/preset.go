@@ -52,6 +52,10 @@ type Preset struct {
 	ClipHigh   float64     `json:"clip_ratio_high" yaml:"clip_ratio_high"`
 	ClipRatioC float64     `json:"clip_ratio_c" yaml:"clip_ratio_c"` // 0 disables dual-clip
 	LossAgg    LossAggMode `json:"loss_agg_mode" yaml:"loss_agg_mode"`
+	// MicroBatchWeighting weighs the loss as RAGEN does in practice,
+	// with micro-batches of one sequence (MicroBatchWeights): every
+	// sequence of a mini-batch counts the same, whatever the mode.
+	MicroBatchWeighting bool `json:"micro_batch_weighting" yaml:"micro_batch_weighting"`
 
 	EntropyCoeff float64 `json:"entropy_coeff" yaml:"entropy_coeff"`
 

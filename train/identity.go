@@ -59,9 +59,10 @@ var identityKeys = []string{
 var notIdentity = map[string]bool{"warm_start.cache_dir": true, "rollout.concurrency": true,
 	"rollout.sample_timeout": true, "rollout.step_timeout": true}
 
-// inactiveAlgoKeys lists the settings of turn-level credit methods the
-// preset does not use: they change nothing, so they are not part of the
-// identity (and runs recorded before those settings existed still match).
+// inactiveAlgoKeys lists the settings of options the preset leaves off
+// (turn-level credit, micro-batch weighting): they change nothing, so they
+// are not part of the identity, and runs recorded before those settings
+// existed still match.
 func inactiveAlgoKeys(p algos.Preset) []string {
 	var out []string
 	if p.Credit == algos.CreditNone || p.Credit == "" {
@@ -75,6 +76,9 @@ func inactiveAlgoKeys(p algos.Preset) []string {
 	}
 	if !p.BiLevelGAE {
 		out = append(out, "algo.bi_level_gae", "algo.high_level_gamma")
+	}
+	if !p.MicroBatchWeighting {
+		out = append(out, "algo.micro_batch_weighting")
 	}
 	return out
 }
