@@ -61,6 +61,14 @@ const (
 	StrategyTopK    FilterStrategy = "top_k"
 	StrategyTopKAbs FilterStrategy = "top_k_abs"
 	StrategyMinP    FilterStrategy = "min_p"
+	// StrategyPercentileRange keeps the groups ranked in
+	// [percentile_low, percentile_high) (filter_percentile.go).
+	StrategyPercentileRange FilterStrategy = "percentile_range"
+	// StrategyWithinGroup keeps every group but only the value·G episodes
+	// of each whose scores vary the most (filter_within.go); it selects
+	// episodes, so FilterGroups keeps every group and the caller applies
+	// WithinGroupSelect.
+	StrategyWithinGroup FilterStrategy = "within_group"
 )
 
 // FilterType is rollout_filter_type.
@@ -104,13 +112,16 @@ type FilterConfig struct {
 	IncludeZero  bool           `json:"include_zero" yaml:"include_zero"`
 	TopPMode     TopPMode       `json:"top_p_prob_mode" yaml:"top_p_prob_mode"`
 	SelectionEps float64        `json:"selection_eps" yaml:"selection_eps"`
+	// PercentileLow and PercentileHigh bound percentile_range's ranks.
+	PercentileLow  float64 `json:"percentile_low" yaml:"percentile_low"`
+	PercentileHigh float64 `json:"percentile_high" yaml:"percentile_high"`
 }
 
 // DefaultFilterConfig is RAGEN's base.yaml: top_p 1.0 (no filtering),
 // largest, reward_variance, include_zero, linear, eps 0.01.
 func DefaultFilterConfig() FilterConfig {
 	return FilterConfig{Strategy: StrategyTopP, Value: 1, Type: Largest, Metric: MetricRewardStd,
-		IncludeZero: true, TopPMode: TopPLinear, SelectionEps: 0.01}
+		IncludeZero: true, TopPMode: TopPLinear, SelectionEps: 0.01, PercentileLow: 0, PercentileHigh: 1}
 }
 
 // RecommendedFilterConfig is the README/guide recipe: top_p 0.9, linear,
@@ -147,6 +158,14 @@ func (c FilterConfig) IsNoOp() bool {
 func (c FilterConfig) Validate() error {
 	switch c.Strategy {
 	case StrategyTopP, StrategyTopK, StrategyTopKAbs, StrategyMinP:
+	case StrategyPercentileRange:
+		if !(c.PercentileLow >= 0 && c.PercentileLow < c.PercentileHigh && c.PercentileHigh <= 1) {
+			return fmt.Errorf("algos: percentile_range needs 0 ≤ percentile_low < percentile_high ≤ 1, got %v, %v", c.PercentileLow, c.PercentileHigh)
+		}
+	case StrategyWithinGroup:
+		if !(c.Value > 0 && c.Value <= 1) {
+			return fmt.Errorf("algos: within_group's value is the share of each group kept, in (0, 1], got %v", c.Value)
+		}
 	default:
 		return fmt.Errorf("algos: unknown filter strategy %q", string(c.Strategy))
 	}
@@ -295,7 +314,8 @@ func SelectGroups(cfg FilterConfig, scores []float64) ([]int, error) {
 	}
 	var cand []int
 	for j, s := range scores {
-		if cfg.IncludeZero || math.Abs(s) > zeroTol {
+		// within_group keeps every group, as the reference does.
+		if cfg.IncludeZero || cfg.Strategy == StrategyWithinGroup || math.Abs(s) > zeroTol {
 			cand = append(cand, j)
 		}
 	}
@@ -319,6 +339,10 @@ func SelectGroups(cfg FilterConfig, scores []float64) ([]int, error) {
 		kept = topK(scores, cand, truncCount(cfg.Value, len(cand)), cfg.Type)
 	case StrategyMinP:
 		kept = minP(scores, cand, cfg.Value, cfg.Type)
+	case StrategyPercentileRange:
+		kept = percentileRange(scores, cand, cfg.PercentileLow, cfg.PercentileHigh, cfg.Type)
+	case StrategyWithinGroup:
+		kept = cand // episodes are chosen inside the groups (WithinGroupSelect)
 	}
 	out := append([]int{}, kept...)
 	sort.Ints(out)

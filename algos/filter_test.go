@@ -2,6 +2,7 @@ package algos
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -388,5 +389,82 @@ func TestEarlyStopRewardVariance(t *testing.T) {
 	run(e, []float64{empty, 4, empty, 4})
 	if e.HasBaseline || len(e.WarmupValues) != 2 {
 		t.Errorf("warm-up %+v", e)
+	}
+}
+
+func TestPercentileRange(t *testing.T) {
+	// Eight groups, scores 8…1 at indices 0…7 (largest ranks index 0 first).
+	scores := []float64{8, 7, 6, 5, 4, 3, 2, 1}
+	cfg := DefaultFilterConfig()
+	cfg.Strategy = StrategyPercentileRange
+	for _, c := range []struct {
+		low, high float64
+		typ       FilterType
+		want      []int
+	}{
+		{0, 0.25, Largest, []int{0, 1}},        // Q1: the highest-variance quartile
+		{0.75, 1, Largest, []int{6, 7}},        // Q4: the lowest
+		{0.25, 0.5, Largest, []int{2, 3}},      // Q2
+		{0, 0.25, Smallest, []int{6, 7}},       // smallest ranks the lowest first
+		{0.9, 1, Largest, []int{7}},            // round(7.2) = 7: one group
+		{0.99, 1, Largest, []int{}},            // round(7.92) = 8: past the end, nothing (as Python's slice)
+		{0.0625, 0.1875, Largest, []int{0, 1}}, // round(0.5) = 0 and round(1.5) = 2 (half to even): [0, 2)
+	} {
+		cfg.PercentileLow, cfg.PercentileHigh, cfg.Type = c.low, c.high, c.typ
+		got, err := SelectGroups(cfg, scores)
+		mustNil(t, err)
+		if !equalInts(got, c.want) {
+			t.Errorf("[%v, %v) %s: kept %v, want %v", c.low, c.high, c.typ, got, c.want)
+		}
+	}
+	cfg.PercentileLow, cfg.PercentileHigh = 0.5, 0.5
+	if cfg.Validate() == nil {
+		t.Error("an empty range accepted")
+	}
+}
+
+func TestMaxVarianceSubset(t *testing.T) {
+	// Brute force over every subset of size k agrees with the bottom-j +
+	// top-(k−j) search.
+	scores := []float64{0.3, 10, -2, 4, 4, 7.5, 0, 1}
+	for k := 1; k <= len(scores); k++ {
+		got := MaxVarianceSubset(scores, k)
+		if len(got) != k {
+			t.Fatalf("k %d: %v", k, got)
+		}
+		best := -1.0
+		for mask := 0; mask < 1<<len(scores); mask++ {
+			var sel []float64
+			for i := range scores {
+				if mask&(1<<i) != 0 {
+					sel = append(sel, scores[i])
+				}
+			}
+			if len(sel) == k {
+				best = math.Max(best, unbiasedVar(sel))
+			}
+		}
+		approx(t, fmt.Sprintf("variance of the k=%d subset", k), unbiasedVar(values(scores, got)), best)
+	}
+}
+
+func TestWithinGroupSelect(t *testing.T) {
+	// Two groups of four: keep half of each; the zero-spread group stays.
+	scores := []float64{0, 10, 5, 1, 3, 3, 3, 3}
+	groups := Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}
+	got, err := WithinGroupSelect(0.5, scores, groups)
+	mustNil(t, err)
+	if !equalInts(got[0], []int{0, 1}) || len(got[1]) != 2 {
+		t.Errorf("kept %v", got)
+	}
+	cfg := DefaultFilterConfig()
+	cfg.Strategy, cfg.Value, cfg.IncludeZero = StrategyWithinGroup, 0.5, false
+	kept, err := SelectGroups(cfg, []float64{4.5, 0})
+	mustNil(t, err)
+	if !equalInts(kept, []int{0, 1}) {
+		t.Errorf("within_group dropped a group: %v", kept)
+	}
+	if _, err := WithinGroupSelect(0, scores, groups); err == nil {
+		t.Error("keep ratio 0 accepted")
 	}
 }

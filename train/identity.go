@@ -63,8 +63,11 @@ var notIdentity = map[string]bool{"warm_start.cache_dir": true, "rollout.concurr
 // (turn-level credit, micro-batch weighting): they change nothing, so they
 // are not part of the identity, and runs recorded before those settings
 // existed still match.
-func inactiveAlgoKeys(p algos.Preset) []string {
+func inactiveAlgoKeys(p algos.Preset, f algos.FilterConfig) []string {
 	var out []string
+	if f.Strategy != algos.StrategyPercentileRange {
+		out = append(out, "filter.percentile_low", "filter.percentile_high")
+	}
 	if p.Credit == algos.CreditNone || p.Credit == "" {
 		out = append(out, "algo.credit")
 	}
@@ -101,7 +104,7 @@ func (t *Trainer) identity() (runIdentity, error) {
 	if err := flattenYAML("env.config", t.factory.Config(), flat); err != nil {
 		return runIdentity{}, err
 	}
-	for _, k := range inactiveAlgoKeys(c.Algo.Preset) {
+	for _, k := range inactiveAlgoKeys(c.Algo.Preset, c.Filter.FilterConfig) {
 		delete(flat, k)
 	}
 	id := runIdentity{Format: identityFormat, Env: c.Env.Name, Config: map[string]string{}}

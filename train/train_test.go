@@ -760,3 +760,39 @@ func TestCollapseAlarm(t *testing.T) {
 		t.Errorf("a misspelt regime: %v", err)
 	}
 }
+
+// TestRebuttalFilters: within_group keeps every group and half of each;
+// percentile_range keeps the ranked slice it names.
+func TestRebuttalFilters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "within")
+	tr, err := New(tinyConfig(t, dir, 2, "filter.strategy=within_group", "filter.value=0.5"), quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := ReadMetrics(dir)
+	last := ms[len(ms)-1]
+	if last["rollout/within_group_kept_ratio"] != 0.5 || last["actor/kept_trajectories"] != 4 {
+		t.Errorf("within_group: kept ratio %v, %v trajectories trained (want 0.5 and 4 of 2×4)", last["rollout/within_group_kept_ratio"], last["actor/kept_trajectories"])
+	}
+	dir = filepath.Join(parent, "percentile")
+	tr, err = New(tinyConfig(t, dir, 2, "filter.strategy=percentile_range", "filter.percentile_low=0", "filter.percentile_high=0.5"), quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ms, _ = ReadMetrics(dir)
+	for _, m := range ms[1:] {
+		if m["rollout/filter_kept_count"] != 1 {
+			t.Errorf("percentile_range [0, 0.5) of 2 groups kept %v", m["rollout/filter_kept_count"])
+		}
+	}
+}

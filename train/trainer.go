@@ -550,7 +550,26 @@ func (s *session) filter(b Batch, m metrics) (Batch, error) {
 		s.state.Stopped = reason
 	}
 	m.add(s.state.EarlyStop.Metrics())
-	return b.Select(filt.Kept), nil
+	kept := b.Select(filt.Kept)
+	if s.cfg.Filter.Strategy == algos.StrategyWithinGroup && len(kept.Groups) > 0 {
+		members, err := algos.WithinGroupSelect(s.cfg.Filter.Value, kept.Scores(), kept.Groups)
+		if err != nil {
+			return Batch{}, fmt.Errorf("filter: %w", err)
+		}
+		var within Batch
+		n := 0
+		for _, g := range members {
+			group := make([]rollout.Trajectory, len(g))
+			for i, j := range g {
+				group[i] = kept.Trajectories[j]
+			}
+			within.addGroup(group)
+			n += len(g)
+		}
+		m["rollout/within_group_kept_ratio"] = float64(n) / float64(len(kept.Trajectories))
+		kept = within
+	}
+	return kept, nil
 }
 
 // dynamicSampling is DAPO's dynamic sampling: it drops the groups whose
