@@ -43,6 +43,7 @@ func subcommands() []subcommand {
 		{"serve", "serve a policy checkpoint over an OpenAI-compatible HTTP API", runServe},
 		{"serve-env", "serve environments over OpenEnv's HTTP/WebSocket protocol", runServeEnv},
 		{"plot", "draw PNG curves of a run directory's metrics", runPlot},
+		{"report", "compare finished runs: arms over seeds, curves with intervals, diagnostics against success", runReport},
 	}
 }
 

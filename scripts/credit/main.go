@@ -22,12 +22,10 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -36,8 +34,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentrl/agentrl/internal/stats"
-	"github.com/agentrl/agentrl/train"
+	"github.com/agentrl/agentrl/internal/report"
 )
 
 const (
@@ -108,13 +105,13 @@ func run(ctx context.Context, o options) error {
 			return fmt.Errorf("go build ./trainer: %w", err)
 		}
 	}
-	var arms []arm
+	var arms []report.Arm
 	for _, spec := range o.arms {
 		name, preset, own, err := parseArm(spec)
 		if err != nil {
 			return err
 		}
-		a := arm{name: name}
+		a := report.Arm{Label: name}
 		for seed := 1; seed <= o.seeds; seed++ {
 			dir := filepath.Join(o.out, fmt.Sprintf("%s-seed%d", name, seed))
 			args := []string{"-config", o.config, "-out", dir, "-set", "algo.preset=" + preset,
@@ -132,11 +129,11 @@ func run(ctx context.Context, o options) error {
 					return fmt.Errorf("%s seed %d: %w", name, seed, err)
 				}
 			}
-			r, err := readRun(dir)
+			r, err := report.Load(dir)
 			if err != nil {
 				return fmt.Errorf("%s seed %d: %w", name, seed, err)
 			}
-			a.runs = append(a.runs, r)
+			a.Runs = append(a.Runs, r)
 		}
 		arms = append(arms, a)
 	}
@@ -148,11 +145,11 @@ func run(ctx context.Context, o options) error {
 		if err := os.MkdirAll(filepath.Dir(plotFile), 0o755); err != nil {
 			return err
 		}
-		if err := plotCurves(arms, o, plotFile); err != nil {
+		if err := report.Plot(arms, metric, "Validation success ("+o.config+"), mean and 95% band over seeds", plotFile); err != nil {
 			return err
 		}
 	}
-	text := report(arms, o, cmdline, plotFile, o.results)
+	text := reportText(arms, o, cmdline, plotFile, o.results)
 	fmt.Println(text)
 	if o.results != "" {
 		return replaceSection(o.results, text)
@@ -203,205 +200,28 @@ func commandArgs(o options) string {
 	return strings.Join(parts, " ")
 }
 
-// run is what one finished run contributes.
-type runResult struct {
-	dir string
-	// steps and success are the validation curve (step 0 is the warm start).
-	steps   []int
-	success []float64
-	// wall is the run's wall time; rlTime the part after the warm start;
-	// rlSteps the RL steps.
-	wall    float64
-	rlTime  float64
-	rlSteps int
-	// episodes is the number of validation episodes per point.
-	episodes int
-}
-
-type arm struct {
-	name string
-	runs []runResult
-}
-
-// summary is the part of summary.json read here.
-type summary struct {
-	Status        string  `json:"status"`
-	Steps         int     `json:"steps"`
-	WallTime      float64 `json:"wall_time_s"`
-	WarmStartTime float64 `json:"warm_start_time_s"`
-	Levels        int     `json:"validation_levels"`
-	Samples       int     `json:"validation_samples"`
-}
-
-func readRun(dir string) (runResult, error) {
-	var s summary
-	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		return runResult{}, err
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return runResult{}, fmt.Errorf("summary.json: %w", err)
-	}
-	if s.Status != "finished" {
-		return runResult{}, fmt.Errorf("run ended %q", s.Status)
-	}
-	rows, err := train.ReadMetrics(dir)
-	if err != nil {
-		return runResult{}, err
-	}
-	r := runResult{dir: dir, wall: s.WallTime, rlTime: s.WallTime - s.WarmStartTime, rlSteps: s.Steps, episodes: s.Levels * max(s.Samples, 1)}
-	for _, row := range rows {
-		v, ok := row["val-env/success"]
-		if !ok || math.IsNaN(v) {
-			continue
-		}
-		r.steps = append(r.steps, int(row["step"]))
-		r.success = append(r.success, v)
-	}
-	if len(r.steps) == 0 {
-		return runResult{}, errors.New("no validation in metrics.jsonl")
-	}
-	return r, nil
-}
-
-// meanCI is the mean over seeds and its 95% half-width (Student's t).
-func meanCI(xs []float64) (mean, half float64) { return stats.MeanCI95(xs) }
-
-// stepsTo is the first validation step whose success reaches thr, or -1.
-func (r runResult) stepsTo(thr float64) int {
-	for i, v := range r.success {
-		if v >= thr {
-			return r.steps[i]
-		}
-	}
-	return -1
-}
-
-// areaMean is the mean validation success over the points after step 0.
-func (r runResult) areaMean() float64 {
-	s, n := 0.0, 0
-	for i, v := range r.success {
-		if r.steps[i] > 0 {
-			s += v
-			n++
-		}
-	}
-	if n == 0 {
-		return math.NaN()
-	}
-	return s / float64(n)
-}
-
-// curve returns the steps common to every run of the arm and the values of
-// each run there.
-func (a arm) curve() (steps []int, values [][]float64) {
-	count := map[int]int{}
-	for _, r := range a.runs {
-		for _, s := range r.steps {
-			count[s]++
-		}
-	}
-	for _, s := range a.runs[0].steps {
-		if count[s] == len(a.runs) {
-			steps = append(steps, s)
-		}
-	}
-	for _, s := range steps {
-		var vs []float64
-		for _, r := range a.runs {
-			for i, rs := range r.steps {
-				if rs == s {
-					vs = append(vs, r.success[i])
-					break
-				}
-			}
-		}
-		values = append(values, vs)
-	}
-	return steps, values
-}
-
-func fmtCI(mean, half float64) string {
-	if math.IsNaN(half) {
-		return fmt.Sprintf("%.3f", mean)
-	}
-	return fmt.Sprintf("%.3f ± %.3f", mean, half)
-}
+// metric is the curve the study compares.
+const metric = "val-env/success"
 
 // report is the markdown section: the command, the summary table, the
 // curves at regular steps, and the plot.
-func report(arms []arm, o options, cmdline string, plotFile, results string) string {
+func reportText(arms []report.Arm, o options, cmdline string, plotFile, results string) string {
 	var b strings.Builder
 	total := 0.0
 	for _, a := range arms {
-		for _, r := range a.runs {
-			total += r.wall
+		for _, r := range a.Runs {
+			total += r.Summary.WallTime
 		}
 	}
 	fmt.Fprintf(&b, "%s\n", beginMarker)
 	fmt.Fprintf(&b, "`%s`: %d seed(s) per arm on `%s`; the runs took %s in all on 2 cores (warm starts included, each built once per seed).\n\n",
 		cmdline, o.seeds, o.config, (time.Duration(total) * time.Second).Round(time.Second))
-	ep := arms[0].runs[0].episodes
 	fmt.Fprintf(&b, "Validation success on %d episodes per point; ± is the 95%% interval over seeds (Student's t). "+
-		"Curve mean: the mean of every validation point after the warm start (a sample-efficiency measure). "+
-		"Steps to %.2f: the first validation step at or above it, per seed (— never).\n\n", ep, o.threshold)
-	b.WriteString("| arm | warm start | final | final, per seed | curve mean | steps to threshold | s / RL step |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
-	for _, a := range arms {
-		if len(a.runs) == 0 {
-			continue
-		}
-		var first, final, area, perStep []float64
-		var perSeed, reach []string
-		for _, r := range a.runs {
-			first = append(first, r.success[0])
-			final = append(final, r.success[len(r.success)-1])
-			perSeed = append(perSeed, fmt.Sprintf("%.3f", r.success[len(r.success)-1]))
-			area = append(area, r.areaMean())
-			if s := r.stepsTo(o.threshold); s >= 0 {
-				reach = append(reach, fmt.Sprint(s))
-			} else {
-				reach = append(reach, "—")
-			}
-			perStep = append(perStep, r.rlTime/float64(max(r.rlSteps, 1)))
-		}
-		m0, _ := meanCI(first)
-		mf, hf := meanCI(final)
-		ma, ha := meanCI(area)
-		ms, _ := meanCI(perStep)
-		fmt.Fprintf(&b, "| %s | %.3f | **%s** | %s | %s | %s | %.2f |\n", a.name, m0, fmtCI(mf, hf),
-			strings.Join(perSeed, ", "), fmtCI(ma, ha), strings.Join(reach, ", "), ms)
-	}
-	// The curves every ~10% of the run.
-	steps, _ := arms[0].curve()
-	every := max(1, len(steps)/10)
-	b.WriteString("\nValidation curve (mean ± 95% interval over seeds):\n\n| step |")
-	for _, a := range arms {
-		b.WriteString(" " + a.name + " |")
-	}
-	b.WriteString("\n|---|" + strings.Repeat("---|", len(arms)) + "\n")
-	curves := make([]map[int][]float64, len(arms))
-	for i, a := range arms {
-		curves[i] = map[int][]float64{}
-		s, v := a.curve()
-		for j := range s {
-			curves[i][s[j]] = v[j]
-		}
-	}
-	for j, s := range steps {
-		if j%every != 0 && j != len(steps)-1 {
-			continue
-		}
-		fmt.Fprintf(&b, "| %d |", s)
-		for i := range arms {
-			if vs, ok := curves[i][s]; ok {
-				fmt.Fprintf(&b, " %s |", fmtCI(meanCI(vs)))
-			} else {
-				b.WriteString(" |")
-			}
-		}
-		b.WriteString("\n")
-	}
+		"Start: the warm start (step 0). Curve mean: the mean of every validation point after it (a sample-efficiency measure). "+
+		"Steps to threshold: the first validation step at or above %.2f, per seed (— never).\n\n", arms[0].Runs[0].Summary.Episodes(), o.threshold)
+	b.WriteString(report.Table(arms, metric, o.threshold))
+	b.WriteString("\nValidation curve (mean ± 95% interval over seeds):\n\n")
+	b.WriteString(report.CurveTable(arms, metric, 10))
 	if plotFile != "" {
 		rel, err := filepath.Rel(filepath.Dir(results), plotFile)
 		if err != nil {

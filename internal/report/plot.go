@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"image/color"
@@ -7,6 +7,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/agentrl/agentrl/internal/stats"
 )
 
 // palette is one colour per arm.
@@ -15,21 +17,23 @@ var palette = []color.RGBA{
 	{255, 127, 14, 255}, {140, 86, 75, 255}, {23, 190, 207, 255},
 }
 
-// plotCurves draws every arm's mean validation curve with its 95% band
-// over seeds.
-func plotCurves(arms []arm, o options, path string) error {
+// Plot draws every arm's mean curve of metric with its 95% band over
+// seeds into a PNG.
+func Plot(arms []Arm, metric, title, path string) error {
 	p := plot.New()
-	p.Title.Text = "Validation success (" + o.config + "), mean and 95% band over seeds"
-	p.X.Label.Text = "RL step"
-	p.Y.Label.Text = "success"
+	p.Title.Text = title
+	p.X.Label.Text = "step"
+	p.Y.Label.Text = metric
 	p.Legend.Top, p.Legend.Left = false, false
-	p.Legend.YOffs = vg.Points(-120)
 	for i, a := range arms {
 		col := palette[i%len(palette)]
-		steps, values := a.curve()
+		steps, values := a.Curve(metric)
+		if len(steps) == 0 {
+			continue
+		}
 		var line, upper, lower plotter.XYs
 		for j, s := range steps {
-			m, h := meanCI(values[j])
+			m, h := stats.MeanCI95(values[j])
 			line = append(line, plotter.XY{X: float64(s), Y: m})
 			if !math.IsNaN(h) {
 				upper = append(upper, plotter.XY{X: float64(s), Y: math.Min(1, m+h)})
@@ -45,7 +49,7 @@ func plotCurves(arms []arm, o options, path string) error {
 			if err != nil {
 				return err
 			}
-			poly.Color = color.RGBA{col.R, col.G, col.B, 40}
+			poly.Color = color.NRGBA{col.R, col.G, col.B, 36} // not premultiplied: RGBA would need R, G, B ≤ A
 			poly.LineStyle.Width = 0
 			p.Add(poly)
 		}
@@ -55,7 +59,7 @@ func plotCurves(arms []arm, o options, path string) error {
 		}
 		l.Color, l.Width = col, vg.Points(1.5)
 		p.Add(l)
-		p.Legend.Add(a.name, l)
+		p.Legend.Add(a.Label, l)
 	}
 	return p.Save(8*vg.Inch, 4.5*vg.Inch, path)
 }
