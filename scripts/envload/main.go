@@ -5,9 +5,11 @@
 //	go run ./scripts/envload                        # sokoban; 1, 64 and 1000 sessions
 //	go run ./scripts/envload -env frozenlake -sessions 1,16 -steps 20000
 //
-// The server is a separate process (the trainer binary, built first), so
-// its resident memory is measured alone: VmRSS with N sessions open, each
-// after a reset, minus VmRSS before, over N. Each session (and each
+// The server is a separate process (the trainer binary, built first), a
+// fresh one for each N, so its resident memory is measured alone: VmRSS
+// with N sessions open, each after a reset, minus VmRSS of the idle
+// server, over N (for N = 1 that includes the first connection's one-time
+// allocations). Each session (and each
 // in-process worker) plays random valid actions, resetting with the next
 // seed when an episode ends, for its share of -steps. Client and server
 // share the machine's cores, as they do when a trainer on the same host
@@ -76,22 +78,7 @@ func run(env string, counts []int, totalSteps int, out string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("go build ./trainer: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "serve-env", "-env", env, "-addr", "127.0.0.1:0", "-max-sessions", strconv.Itoa(maxN+8))
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		return err
-	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer cmd.Wait()
-	url, err := serverURL(stderr)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("go run ./scripts/envload -env %s -sessions %s -steps %d  (%s, GOMAXPROCS %d)\n\n", env, joinInts(counts), totalSteps, url, runtime.GOMAXPROCS(0))
+	fmt.Printf("go run ./scripts/envload -env %s -sessions %s -steps %d  (GOMAXPROCS %d)\n\n", env, joinInts(counts), totalSteps, runtime.GOMAXPROCS(0))
 	fmt.Println("| sessions | steps/s in-process | steps/s over serve-env | ratio | server RSS per open session |")
 	fmt.Println("|---|---|---|---|---|")
 	for _, n := range counts {
@@ -103,32 +90,46 @@ func run(env string, counts []int, totalSteps int, out string) error {
 		if err != nil {
 			return err
 		}
-		before, err := rss(cmd.Process.Pid)
+		remote, perSession, err := measureServer(bin, env, n, per)
 		if err != nil {
 			return err
 		}
-		var mu sync.Mutex
-		var peak int64
-		remote, err := measure(n, per, func() (stepper, error) {
-			cfg := openenv.DefaultClientConfig()
-			cfg.URL = url
-			return openenv.NewClient(cfg), nil
-		}, func() {
-			// Called once every session is open and reset.
-			r, err := rss(cmd.Process.Pid)
-			mu.Lock()
-			if err == nil {
-				peak = r
-			}
-			mu.Unlock()
-		})
-		if err != nil {
-			return err
-		}
-		perSession := float64(peak-before) / float64(n)
-		fmt.Printf("| %d | %.0f | %.0f | %.2f | %.1f KiB |\n", n, local, remote, remote/local, perSession/1024)
+		fmt.Printf("| %d | %.0f | %.0f | %.3f | %.1f KiB |\n", n, local, remote, remote/local, perSession/1024)
 	}
 	return nil
+}
+
+// measureServer starts a fresh server, opens n sessions, and returns the
+// steps per second over them and the server's resident memory per open
+// session (VmRSS with the sessions open and reset, minus VmRSS before).
+func measureServer(bin, env string, n, per int) (stepsPerS, rssPerSession float64, err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "serve-env", "-env", env, "-addr", "127.0.0.1:0", "-max-sessions", strconv.Itoa(n+8))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		cancel()
+		return 0, 0, err
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return 0, 0, err
+	}
+	defer func() { cancel(); cmd.Wait() }() // stop the server, then reap it
+	url, err := serverURL(stderr)
+	if err != nil {
+		return 0, 0, err
+	}
+	before, err := rss(cmd.Process.Pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	var open int64
+	stepsPerS, err = measure(n, per, func() (stepper, error) {
+		cfg := openenv.DefaultClientConfig()
+		cfg.URL = url
+		return openenv.NewClient(cfg), nil
+	}, func() { open, _ = rss(cmd.Process.Pid) })
+	return stepsPerS, float64(open-before) / float64(n), err
 }
 
 // stepper is the part of envs.Env the load uses.
