@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -142,4 +143,20 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return atomicdir.WriteFile(path, append(raw, '\n'), 0o644)
+}
+
+// legacyElapsed fills the elapsed times of a checkpoint written before
+// the state kept them, from the run's summary.json when that summary is of
+// the checkpoint's step (a finished or interrupted session that saved it);
+// otherwise they stay 0 and the summary counts this session only.
+func (t *Trainer) legacyElapsed(st *State) {
+	raw, err := os.ReadFile(filepath.Join(t.cfg.Run.Out, summaryFile))
+	if err != nil {
+		return
+	}
+	var sum Summary
+	if json.Unmarshal(raw, &sum) != nil || sum.Steps != st.Step {
+		return
+	}
+	st.ElapsedS, st.WarmStartS = sum.WallTime, sum.WarmStartTime
 }

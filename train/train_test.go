@@ -796,3 +796,50 @@ func TestRebuttalFilters(t *testing.T) {
 		}
 	}
 }
+
+// TestLegacyCheckpointKeepsItsWallTime: a checkpoint from before the
+// state carried elapsed times resumes with those of the run's summary.
+func TestLegacyCheckpointKeepsItsWallTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	tr, err := New(tinyConfig(t, dir, 1), quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Make the checkpoint look old: no elapsed times in its state, and a
+	// summary that says what the old session measured.
+	statePath := filepath.Join(dir, checkpointsDir, latestCheckpoint, stateFile)
+	raw, _ := os.ReadFile(statePath)
+	var st map[string]any
+	json.Unmarshal(raw, &st)
+	delete(st, "elapsed_s")
+	delete(st, "warm_start_s")
+	raw, _ = json.Marshal(st)
+	os.WriteFile(statePath, raw, 0o644)
+	sumPath := filepath.Join(dir, summaryFile)
+	raw, _ = os.ReadFile(sumPath)
+	var sum map[string]any
+	json.Unmarshal(raw, &sum)
+	sum["wall_time_s"], sum["warm_start_time_s"] = 1000.0, 400.0
+	raw, _ = json.Marshal(sum)
+	os.WriteFile(sumPath, raw, 0o644)
+
+	tr, err = New(tinyConfig(t, dir, 1), quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ = os.ReadFile(sumPath)
+	var after Summary
+	json.Unmarshal(raw, &after)
+	if after.WallTime < 1000 || after.WallTime > 1010 || after.WarmStartTime != 400 {
+		t.Errorf("after resuming a legacy checkpoint: wall %vs, warm start %vs; want about 1000 and 400", after.WallTime, after.WarmStartTime)
+	}
+}

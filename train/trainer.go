@@ -216,6 +216,9 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 			return nil, fmt.Errorf("resume from %s: %w", resumeFrom, err)
 		}
 		s.learner, keep = l, s.state.Step
+		if s.state.ElapsedS == 0 && s.state.Step > 0 {
+			t.legacyElapsed(&s.state)
+		}
 		s.priorElapsed = time.Duration(s.state.ElapsedS * float64(time.Second))
 		s.warmStartTime = time.Duration(s.state.WarmStartS * float64(time.Second))
 		t.log.Info("resuming", "dir", resumeFrom, "step", s.state.Step)
