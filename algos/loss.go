@@ -63,20 +63,53 @@ func (p Preset) aggWeights(mask [][]bool) ([][]float64, error) {
 
 // ActorLoss computes the policy objective of the preset on a batch.
 func (p Preset) ActorLoss(b ActorBatch) (ActorLossResult, error) {
-	if err := p.Validate(); err != nil {
+	r, parts, err := p.actorTerms(b)
+	if err != nil {
 		return ActorLossResult{}, err
+	}
+	r.DLogProb, r.DEntropy = parts.Task, parts.Entropy
+	for i := range parts.KL {
+		for t := range parts.KL[i] {
+			r.DLogProb[i][t] += parts.KL[i][t]
+		}
+	}
+	return r, nil
+}
+
+// ActorGradParts are the terms of the actor's per-token gradient apart:
+// g_total = g_task + g_reg, with the regularisers' g_reg from the entropy
+// bonus (through the entropy) and the KL loss (through the log-probs).
+// RAGEN-2's gradient analysis compares their norms across reward-variance
+// buckets. A term that is off is all zeros.
+type ActorGradParts struct {
+	Task    [][]float64 // w·∂ℓ_pg/∂logp
+	KL      [][]float64 // [use_kl_loss] c_KL·w·∂kl/∂logp
+	Entropy [][]float64 // −c_H·w, the gradient with respect to the entropies
+}
+
+// ActorGradParts returns the actor gradient's terms on a batch (their
+// sum is ActorLoss's DLogProb and DEntropy).
+func (p Preset) ActorGradParts(b ActorBatch) (ActorGradParts, error) {
+	_, parts, err := p.actorTerms(b)
+	return parts, err
+}
+
+// actorTerms is the policy objective with its gradient kept in terms.
+func (p Preset) actorTerms(b ActorBatch) (ActorLossResult, ActorGradParts, error) {
+	var parts ActorGradParts
+	if err := p.Validate(); err != nil {
+		return ActorLossResult{}, parts, err
 	}
 	w, err := p.aggWeights(b.Mask)
 	if err != nil {
-		return ActorLossResult{}, err
+		return ActorLossResult{}, parts, err
 	}
 	pg, err := PPOLoss(p.Clip(), b.LogProb, b.OldLogProb, b.Advantages, b.Mask)
 	if err != nil {
-		return ActorLossResult{}, err
+		return ActorLossResult{}, parts, err
 	}
+	parts = ActorGradParts{Task: zerosLike(b.Mask), KL: zerosLike(b.Mask), Entropy: zerosLike(b.Mask)}
 	r := ActorLossResult{
-		DLogProb:        zerosLike(b.Mask),
-		DEntropy:        zerosLike(b.Mask),
 		PGClipFrac:      pg.ClipFrac,
 		PGClipFracLower: pg.ClipFracLower,
 		PPOKL:           pg.ApproxKL,
@@ -84,36 +117,36 @@ func (p Preset) ActorLoss(b ActorBatch) (ActorLossResult, error) {
 	r.PGLoss, _ = Aggregate(pg.Loss, w)
 	for i := range w {
 		for t := range w[i] {
-			r.DLogProb[i][t] = w[i][t] * pg.DLogp[i][t]
+			parts.Task[i][t] = w[i][t] * pg.DLogp[i][t]
 		}
 	}
 	r.Loss = r.PGLoss
 	if p.EntropyCoeff != 0 {
 		if err := checkTokens("entropy", b.Entropy, b.Mask); err != nil {
-			return ActorLossResult{}, err
+			return ActorLossResult{}, parts, err
 		}
 		lossH, aggH, dH, err := EntropyBonus(p.EntropyCoeff, b.Entropy, w)
 		if err != nil {
-			return ActorLossResult{}, err
+			return ActorLossResult{}, parts, err
 		}
 		r.Loss += lossH
 		r.Entropy = aggH
-		r.DEntropy = dH
+		parts.Entropy = dH
 	}
 	if p.UseKLLoss {
 		kl, dkl, err := KLTokens(p.KLLossType, b.LogProb, b.RefLogProb, b.Mask)
 		if err != nil {
-			return ActorLossResult{}, fmt.Errorf("KL loss: %w", err)
+			return ActorLossResult{}, parts, fmt.Errorf("KL loss: %w", err)
 		}
 		r.KLLoss, _ = Aggregate(kl, w)
 		r.Loss += p.KLLossCoef * r.KLLoss
 		for i := range w {
 			for t := range w[i] {
-				r.DLogProb[i][t] += p.KLLossCoef * w[i][t] * dkl[i][t]
+				parts.KL[i][t] = p.KLLossCoef * w[i][t] * dkl[i][t]
 			}
 		}
 	}
-	return r, nil
+	return r, parts, nil
 }
 
 // CriticLossResult is the value objective and its per-token gradient.

@@ -254,6 +254,18 @@ func TestActorLossByHand(t *testing.T) {
 	if r.Metrics()["actor/pg_clipfrac"] != 0.5 {
 		t.Errorf("clipfrac metric %v", r.Metrics()["actor/pg_clipfrac"])
 	}
+	// The same gradient in its three terms.
+	parts, err := p.ActorGradParts(batch)
+	mustNil(t, err)
+	approxRows(t, "task", parts.Task, [][]float64{{0.5 * -2, 0}})
+	approxRows(t, "kl", parts.KL, [][]float64{{0.5 * 0.5, 0.5 * 0.5}})
+	approxRows(t, "entropy", parts.Entropy, [][]float64{{-0.05, -0.05}})
+	p.EntropyCoeff, p.UseKLLoss = 0, false
+	parts, err = p.ActorGradParts(batch)
+	mustNil(t, err)
+	approxRows(t, "kl off", parts.KL, [][]float64{{0, 0}})
+	approxRows(t, "entropy off", parts.Entropy, [][]float64{{0, 0}})
+	p.EntropyCoeff = 0.1
 	batch.Entropy = nil
 	_, err = p.ActorLoss(batch)
 	wantErr(t, "missing entropy", err)

@@ -31,6 +31,19 @@ type Config struct {
 	Validation ValidationConfig `yaml:"validation"`
 	WarmStart  WarmStartConfig  `yaml:"warm_start"`
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
+	Analysis   AnalysisConfig   `yaml:"analysis"`
+}
+
+// AnalysisConfig holds diagnostics that measure without changing the run.
+type AnalysisConfig struct {
+	// GradientEvery measures, every N steps (0: never), the norms of the
+	// actor gradient's task, entropy and KL terms in each reward-variance
+	// bucket of the step's batch before filtering, without an update
+	// (RAGEN-2's gradient analysis).
+	GradientEvery int `yaml:"gradient_every"`
+	// GradientBuckets is the number of buckets the groups are ranked into
+	// by their in-group reward std, equal in count (RAGEN: 6).
+	GradientBuckets int `yaml:"gradient_buckets"`
 }
 
 // RunConfig sets the size and length of the run.
@@ -222,6 +235,7 @@ func Default() Config {
 		Algo: AlgoConfig{PresetName: "GRPO", Preset: algos.PresetGRPO(), LR: 5e-4, CriticLR: 5e-4, WarmupSteps: 0,
 			WeightDecay: 0, GradClip: 1, Epochs: 1, MiniBatch: 64},
 		Filter: FilterConfig{FilterConfig: algos.RecommendedFilterConfig(), EmptyStopSteps: 5, MaxSampleRounds: 3},
+		Analysis: AnalysisConfig{GradientEvery: 0, GradientBuckets: 6},
 		Collapse: CollapseConfig{Every: 5, Samples: 64, FirstTurn: true, Trajectory: true,
 			Alarm: AlarmConfig{Enabled: true, RegimeConfig: algos.DefaultRegimeConfig()}},
 		Validation: ValidationConfig{Every: 10, Levels: 256, SeedBase: 1 << 40, Samples: 1, Temperature: 1},
@@ -372,6 +386,8 @@ func (c *Config) Validate() error {
 		check(c.WarmStart.LR > 0, "warm_start.lr: must be positive, got %v", c.WarmStart.LR)
 	}
 	check(c.Checkpoint.Every >= 0, "checkpoint.every: must be >= 0, got %d", c.Checkpoint.Every)
+	check(c.Analysis.GradientEvery >= 0, "analysis.gradient_every: must be >= 0 (0: never), got %d", c.Analysis.GradientEvery)
+	check(c.Analysis.GradientBuckets >= 1, "analysis.gradient_buckets: must be at least 1, got %d", c.Analysis.GradientBuckets)
 	return errors.Join(errs...)
 }
 

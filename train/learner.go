@@ -47,6 +47,21 @@ type Learner interface {
 	Model() ModelInfo
 }
 
+// GradientAnalyzer is implemented by learners that can measure the terms
+// of the actor gradient without updating (RAGEN-2's gradient analysis:
+// g_total = g_task + g_reg, compared across reward-variance buckets).
+type GradientAnalyzer interface {
+	// GradientNorms returns the global norms of the task, entropy and KL
+	// terms of the actor gradient on seqs (advantages filled in), as if
+	// seqs were one batch; the weights do not change.
+	GradientNorms(ctx context.Context, seqs *Sequences) (GradNorms, error)
+}
+
+// GradNorms are the norms of the actor gradient's terms.
+type GradNorms struct {
+	Task, Entropy, KL float64
+}
+
 // UpdateOptions are the per-step settings of Learner.Update.
 type UpdateOptions struct {
 	LR, CriticLR float64 // this step's learning rates

@@ -210,6 +210,73 @@ func (l *nativeLearner) Update(ctx context.Context, seqs *Sequences, opts Update
 	return st, nil
 }
 
+// GradientNorms implements GradientAnalyzer. The log-probs and entropies
+// come from a forward pass without gradient over all of seqs, so the loss
+// weights are those of one batch; each term is then back-propagated chunk
+// by chunk (a forward pass each) and its norm read. The gradient is
+// cleared after.
+func (l *nativeLearner) GradientNorms(ctx context.Context, seqs *Sequences) (GradNorms, error) {
+	n, chunk := seqs.Len(), l.algo.MiniBatch
+	var logp, entropy [][]float64
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		o, err := l.actor.Forward(ctx, native.Batch{Tokens: seqs.Tokens[lo:hi], Mask: seqs.Mask[lo:hi]})
+		if err != nil {
+			return GradNorms{}, err
+		}
+		logp = append(logp, native.Float64s(o.LogProb)...)
+		entropy = append(entropy, native.Float64s(o.Entropy)...)
+	}
+	parts, err := l.algo.ActorGradParts(algos.ActorBatch{LogProb: logp, OldLogProb: seqs.OldLogProb, RefLogProb: seqs.RefLogProb,
+		Advantages: seqs.Advantages, Entropy: entropy, Mask: seqs.Mask})
+	if err != nil {
+		return GradNorms{}, err
+	}
+	zeros := make([][]float64, n)
+	for i := range zeros {
+		zeros[i] = make([]float64, len(seqs.Mask[i]))
+	}
+	norm := func(dLogProb, dEntropy [][]float64) (float64, error) {
+		if allZero(dLogProb) && allZero(dEntropy) {
+			return 0, nil
+		}
+		l.actor.ZeroGrad()
+		for lo := 0; lo < n; lo += chunk {
+			hi := min(lo+chunk, n)
+			if _, err := l.actor.Forward(ctx, native.Batch{Tokens: seqs.Tokens[lo:hi], Mask: seqs.Mask[lo:hi]}); err != nil {
+				return 0, err
+			}
+			if err := l.actor.Backward(ctx, native.OutputGrads{LogProb: native.Float32s(dLogProb[lo:hi]), Entropy: native.Float32s(dEntropy[lo:hi])}); err != nil {
+				return 0, err
+			}
+		}
+		return native.ClipGradNorm(l.actor, 0), nil
+	}
+	defer l.actor.ZeroGrad()
+	var g GradNorms
+	if g.Task, err = norm(parts.Task, zeros); err != nil {
+		return GradNorms{}, err
+	}
+	if g.Entropy, err = norm(zeros, parts.Entropy); err != nil {
+		return GradNorms{}, err
+	}
+	if g.KL, err = norm(parts.KL, zeros); err != nil {
+		return GradNorms{}, err
+	}
+	return g, nil
+}
+
+func allZero(x [][]float64) bool {
+	for _, row := range x {
+		for _, v := range row {
+			if v != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // lossFunc turns a forward pass into the loss's per-output gradients, its
 // value and its metrics, or errNonFinite for a diverged model.
 type lossFunc func(out *native.Outputs) (native.OutputGrads, float64, map[string]float64, error)

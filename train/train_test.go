@@ -843,3 +843,49 @@ func TestLegacyCheckpointKeepsItsWallTime(t *testing.T) {
 		t.Errorf("after resuming a legacy checkpoint: wall %vs, warm start %vs; want about 1000 and 400", after.WallTime, after.WarmStartTime)
 	}
 }
+
+// TestGradientAnalysis: the gradient terms are measured per reward-std
+// bucket, and measuring them does not change the run.
+func TestGradientAnalysis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	parent := t.TempDir()
+	run := func(name string, sets ...string) []map[string]float64 {
+		dir := filepath.Join(parent, name)
+		tr, err := New(tinyConfig(t, dir, 2, append([]string{"algo.use_kl_loss=true", "algo.kl_loss_coef=0.1"}, sets...)...), quietOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := ReadMetrics(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	plain := run("plain")
+	measured := run("measured", "analysis.gradient_every=1", "analysis.gradient_buckets=2")
+	last := measured[len(measured)-1]
+	for _, k := range []string{"grad/task_norm/q1", "grad/task_norm/q2", "grad/entropy_norm/q1", "grad/kl_norm/q2", "grad/reward_std/q2"} {
+		if _, ok := last[k]; !ok {
+			t.Errorf("no %s in %v", k, last)
+		}
+	}
+	// The entropy bonus and the KL pull on every token whatever the reward.
+	if last["grad/entropy_norm/q1"] <= 0 || last["grad/entropy_norm/q2"] <= 0 {
+		t.Errorf("entropy gradient norms %v, %v", last["grad/entropy_norm/q1"], last["grad/entropy_norm/q2"])
+	}
+	if last["grad/reward_std/q1"] > last["grad/reward_std/q2"] {
+		t.Errorf("buckets out of order: std %v then %v", last["grad/reward_std/q1"], last["grad/reward_std/q2"])
+	}
+	for i := range plain {
+		for _, k := range []string{"actor/pg_loss", "train/score", "val-env/success"} {
+			if a, b := plain[i][k], measured[i][k]; a != b && !(math.IsNaN(a) && math.IsNaN(b)) {
+				t.Errorf("step %d %s: %v without the analysis, %v with it", i, k, a, b)
+			}
+		}
+	}
+}

@@ -30,6 +30,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/agentrl/agentrl/algos"
@@ -481,6 +482,11 @@ func (s *session) step(ctx context.Context) (map[string]float64, error) {
 	}
 	ok, failed := batch.WithoutFailedGroups()
 	m["rollout/failed_groups"] = float64(failed)
+	if every := c.Analysis.GradientEvery; every > 0 && step%every == 0 {
+		if err := s.gradientAnalysis(ctx, ok, m); err != nil {
+			return nil, fmt.Errorf("gradient analysis: %w", err)
+		}
+	}
 	kept, err := s.filter(ok, m)
 	if err != nil {
 		return nil, err
@@ -624,18 +630,9 @@ func (s *session) update(ctx context.Context, step int, kept Batch, m metrics) e
 	if err := s.learner.Prepare(ctx, seqs); err != nil {
 		return err
 	}
-	in := algos.AdvantageInput{Scores: kept.Scores(), Groups: kept.Groups, Mask: seqs.Mask,
-		OldLogProb: seqs.OldLogProb, RefLogProb: seqs.RefLogProb, Values: seqs.OldValues}
-	if seqs.Len() != len(kept.Trajectories) {
-		in.Episode = seqs.Episode // a history window: one sequence per turn
-	}
-	if c.Algo.UsesTurns() {
-		in.Turns = seqs.Turns
-	}
-	var err error
-	var credit map[string]float64
-	if seqs.Advantages, seqs.Returns, credit, err = c.Algo.AdvantagesWithMetrics(in); err != nil {
-		return fmt.Errorf("advantages: %w", err)
+	credit, err := s.advantages(kept, seqs)
+	if err != nil {
+		return err
 	}
 	m.add(credit)
 	st, err := s.learner.Update(ctx, seqs, UpdateOptions{LR: s.sched.LR(step - 1), CriticLR: c.Algo.CriticLR, Seed: stepSeed(c.Run.Seed, step, 2)})
@@ -653,6 +650,81 @@ func (s *session) update(ctx context.Context, step int, kept Batch, m metrics) e
 	}
 	m.add(st.Metrics)
 	m["actor/kept_trajectories"] = float64(len(kept.Trajectories))
+	return nil
+}
+
+// advantages fills seqs.Advantages and seqs.Returns for the batch b they
+// come from and returns the turn-level credit metrics.
+func (s *session) advantages(b Batch, seqs *Sequences) (map[string]float64, error) {
+	c := s.cfg
+	in := algos.AdvantageInput{Scores: b.Scores(), Groups: b.Groups, Mask: seqs.Mask,
+		OldLogProb: seqs.OldLogProb, RefLogProb: seqs.RefLogProb, Values: seqs.OldValues}
+	if seqs.Len() != len(b.Trajectories) {
+		in.Episode = seqs.Episode // a history window: one sequence per turn
+	}
+	if c.Algo.UsesTurns() {
+		in.Turns = seqs.Turns
+	}
+	var err error
+	var credit map[string]float64
+	if seqs.Advantages, seqs.Returns, credit, err = c.Algo.AdvantagesWithMetrics(in); err != nil {
+		return nil, fmt.Errorf("advantages: %w", err)
+	}
+	return credit, nil
+}
+
+// gradientAnalysis is RAGEN-2's gradient analysis on the batch before
+// filtering: the groups ranked by in-group reward std into equal-count
+// buckets q1 (lowest) … qB, and in each, the norms of the actor
+// gradient's task, entropy and KL terms (grad/{task,entropy,kl}_norm/qK)
+// with the bucket's mean std (grad/reward_std/qK). The weights do not
+// change.
+func (s *session) gradientAnalysis(ctx context.Context, b Batch, m metrics) error {
+	ga, ok := s.learner.(GradientAnalyzer)
+	if !ok || len(b.Groups) == 0 {
+		return nil
+	}
+	seqs := b.Sequences()
+	if err := s.learner.Prepare(ctx, seqs); err != nil {
+		return err
+	}
+	if _, err := s.advantages(b, seqs); err != nil {
+		return err
+	}
+	st, err := algos.ComputeGroupStats(b.Scores(), b.Groups)
+	if err != nil {
+		return err
+	}
+	order := make([]int, len(b.Groups))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return st[order[i]].Std < st[order[j]].Std })
+	buckets := min(s.cfg.Analysis.GradientBuckets, len(order))
+	for k := range buckets {
+		lo, hi := k*len(order)/buckets, (k+1)*len(order)/buckets
+		inBucket := map[int]bool{}
+		std := 0.0
+		for _, g := range order[lo:hi] {
+			std += st[g].Std / float64(hi-lo)
+			for _, t := range b.Groups[g] {
+				inBucket[t] = true
+			}
+		}
+		var idx []int
+		for i, e := range seqs.Episode {
+			if inBucket[e] {
+				idx = append(idx, i)
+			}
+		}
+		g, err := ga.GradientNorms(ctx, seqs.Subset(idx))
+		if err != nil {
+			return err
+		}
+		q := fmt.Sprintf("q%d", k+1)
+		m["grad/task_norm/"+q], m["grad/entropy_norm/"+q], m["grad/kl_norm/"+q] = g.Task, g.Entropy, g.KL
+		m["grad/reward_std/"+q] = std
+	}
 	return nil
 }
 
