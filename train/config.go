@@ -234,7 +234,7 @@ func Default() Config {
 		Model:   ModelConfig{DModel: 64, Layers: 2, Heads: 4, KVHeads: 4, DFF: 192, MaxSeq: 768, VocabSize: 512},
 		Algo: AlgoConfig{PresetName: "GRPO", Preset: algos.PresetGRPO(), LR: 5e-4, CriticLR: 5e-4, WarmupSteps: 0,
 			WeightDecay: 0, GradClip: 1, Epochs: 1, MiniBatch: 64},
-		Filter: FilterConfig{FilterConfig: algos.RecommendedFilterConfig(), EmptyStopSteps: 5, MaxSampleRounds: 3},
+		Filter:   FilterConfig{FilterConfig: algos.RecommendedFilterConfig(), EmptyStopSteps: 5, MaxSampleRounds: 3},
 		Analysis: AnalysisConfig{GradientEvery: 0, GradientBuckets: 6},
 		Collapse: CollapseConfig{Every: 5, Samples: 64, FirstTurn: true, Trajectory: true,
 			Alarm: AlarmConfig{Enabled: true, RegimeConfig: algos.DefaultRegimeConfig()}},
