@@ -50,6 +50,9 @@ func runReport(_ context.Context, args []string, s stdio) error {
 	fmt.Fprint(s.out, report.Table(arms, *metric, *threshold))
 	fmt.Fprintf(s.out, "\n%s along the runs:\n\n", *metric)
 	fmt.Fprint(s.out, report.CurveTable(arms, *metric, *points))
+	if g := report.GradientTable(arms); g != "" {
+		fmt.Fprintf(s.out, "\nGradient terms by reward-std bucket (q1 lowest), means over measurements and seeds:\n\n%s", g)
+	}
 	if c := report.Correlations(runs, *metric, strings.Split(*diag, ",")); c != "" {
 		fmt.Fprintf(s.out, "\nAcross all %d runs:\n\n%s", len(runs), c)
 	}

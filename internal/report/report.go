@@ -452,3 +452,42 @@ func LoadAll(dirs []string) ([]Run, error) {
 	}
 	return runs, nil
 }
+
+// GradientTable is the gradient analysis of arms (grad/… metrics, see
+// analysis.gradient_every): for every reward-std bucket, the mean over
+// measurements and seeds of the bucket's reward std and of the norms of
+// the task, entropy and KL gradient terms. Empty when no run measured.
+func GradientTable(arms []Arm) string {
+	var b strings.Builder
+	rows := 0
+	for _, a := range arms {
+		for k := 1; ; k++ {
+			q := fmt.Sprintf("q%d", k)
+			var sums [4]float64
+			n := 0
+			for _, r := range a.Runs {
+				for _, row := range r.Rows {
+					std, ok := row["grad/reward_std/"+q]
+					if !ok {
+						continue
+					}
+					sums[0] += std
+					sums[1] += row["grad/task_norm/"+q]
+					sums[2] += row["grad/entropy_norm/"+q]
+					sums[3] += row["grad/kl_norm/"+q]
+					n++
+				}
+			}
+			if n == 0 {
+				break
+			}
+			if rows == 0 {
+				b.WriteString("| arm | bucket | reward std | task-gradient norm | entropy-gradient norm | KL-gradient norm | measurements |\n|---|---|---|---|---|---|---|\n")
+			}
+			f := float64(n)
+			fmt.Fprintf(&b, "| %s | %s | %.3f | %.4f | %.4f | %.4f | %d |\n", a.Label, q, sums[0]/f, sums[1]/f, sums[2]/f, sums[3]/f, n)
+			rows++
+		}
+	}
+	return b.String()
+}

@@ -129,3 +129,23 @@ func TestCorrelationsAndLoadErrors(t *testing.T) {
 		t.Errorf("an empty directory: %v", err)
 	}
 }
+
+func TestGradientTable(t *testing.T) {
+	dir := fakeRun(t, cfg("PPO", "1"), []float64{0.5, 0.6}, map[string][]float64{
+		"grad/reward_std/q1": {0, 0.2}, "grad/task_norm/q1": {0, 0.1}, "grad/entropy_norm/q1": {0.05, 0.05}, "grad/kl_norm/q1": {0.01, 0.03},
+		"grad/reward_std/q2": {2, 4}, "grad/task_norm/q2": {1, 3}, "grad/entropy_norm/q2": {0.05, 0.07}, "grad/kl_norm/q2": {0.01, 0.01},
+	})
+	runs, err := LoadAll([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := GradientTable(Arms(runs))
+	for _, want := range []string{"| all | q1 | 0.100 | 0.0500 | 0.0500 | 0.0200 | 2 |", "| all | q2 | 3.000 | 2.0000 | 0.0600 | 0.0100 | 2 |"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("gradient table lacks %q:\n%s", want, got)
+		}
+	}
+	if GradientTable(Arms(runs[:0])) != "" {
+		t.Error("a table without measurements")
+	}
+}

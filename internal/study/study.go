@@ -307,6 +307,10 @@ func (s *Study) Section(config string, arms []report.Arm, plotFile string) strin
 	b.WriteString(report.Table(arms, metric, s.Threshold))
 	b.WriteString("\nValidation curve (mean ± 95% interval over seeds):\n\n")
 	b.WriteString(report.CurveTable(arms, metric, 10))
+	if g := report.GradientTable(arms); g != "" {
+		b.WriteString("\nGradient analysis: the actor gradient's terms by reward-std bucket of the batch before filtering (q1 lowest), means over measurements and seeds:\n\n")
+		b.WriteString(g)
+	}
 	if plotFile != "" {
 		rel, err := filepath.Rel(filepath.Dir(s.Results), plotFile)
 		if err != nil {
