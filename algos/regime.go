@@ -24,7 +24,12 @@ import (
 // (high or low) that turns high once the reading is at or above its High
 // threshold, and low once at or below its Low threshold, Patience readings
 // in a row; between the thresholds it keeps its level. The first reading
-// sets both levels at the midpoint of the band. The regime is the pair.
+// sets both levels at the midpoint of the band. The regime is the pair,
+// unless too few replies hold well-formed reasoning for the readings to
+// mean anything: a third level on collapse/valid_thinking_rate (band
+// 0.5 / 0.8) overrides it with "incoherent" (an entropy blow-up into
+// random tokens reads as high entropy with input dependence measured on
+// the few valid chains left, which would otherwise say "diverse").
 //
 // The defaults (d: 0.5 / 0.25; Ĥ: 0.3 / 0.1 nats per token) are choices,
 // not the paper's: it names the quadrants without thresholds. The entropy
@@ -40,6 +45,10 @@ const (
 	RegimeTemplateCollapse   Regime = "template_collapse"
 	RegimeCompressed         Regime = "compressed"
 	RegimeLowEntropyCollapse Regime = "low_entropy_collapse"
+	// RegimeIncoherent: too few replies hold well-formed reasoning to
+	// read the other axes (an entropy blow-up into random tokens, or a
+	// policy that stopped thinking).
+	RegimeIncoherent Regime = "incoherent"
 )
 
 // Code is the regime as a number for metrics: 1 diverse, 2 compressed,
@@ -54,22 +63,24 @@ func (r Regime) Code() float64 {
 		return 3
 	case RegimeLowEntropyCollapse:
 		return 4
+	case RegimeIncoherent:
+		return 5
 	}
 	return 0
 }
 
 // Collapsed reports whether r is one of the two collapsed regimes.
 func (r Regime) Collapsed() bool {
-	return r == RegimeTemplateCollapse || r == RegimeLowEntropyCollapse
+	return r == RegimeTemplateCollapse || r == RegimeLowEntropyCollapse || r == RegimeIncoherent
 }
 
 // ParseRegime reads a regime name.
 func ParseRegime(s string) (Regime, error) {
 	switch r := Regime(s); r {
-	case RegimeDiverse, RegimeTemplateCollapse, RegimeCompressed, RegimeLowEntropyCollapse:
+	case RegimeDiverse, RegimeTemplateCollapse, RegimeCompressed, RegimeLowEntropyCollapse, RegimeIncoherent:
 		return r, nil
 	}
-	return "", fmt.Errorf("algos: unknown regime %q (want diverse, template_collapse, compressed or low_entropy_collapse)", s)
+	return "", fmt.Errorf("algos: unknown regime %q (want diverse, template_collapse, compressed, low_entropy_collapse or incoherent)", s)
 }
 
 // RegimeConfig sets the thresholds of the regime classifier.
@@ -78,12 +89,17 @@ type RegimeConfig struct {
 	DependenceLow  float64 `json:"dependence_low" yaml:"dependence_low"`
 	EntropyHigh    float64 `json:"entropy_high" yaml:"entropy_high"`
 	EntropyLow     float64 `json:"entropy_low" yaml:"entropy_low"`
-	Patience       int     `json:"patience" yaml:"patience"`
+	// ValidLow and ValidHigh band the share of replies with well-formed
+	// reasoning: at or below ValidLow the run is incoherent, at or above
+	// ValidHigh coherent again.
+	ValidLow  float64 `json:"valid_low" yaml:"valid_low"`
+	ValidHigh float64 `json:"valid_high" yaml:"valid_high"`
+	Patience  int     `json:"patience" yaml:"patience"`
 }
 
 // DefaultRegimeConfig returns the defaults of the file comment.
 func DefaultRegimeConfig() RegimeConfig {
-	return RegimeConfig{DependenceHigh: 0.5, DependenceLow: 0.25, EntropyHigh: 0.3, EntropyLow: 0.1, Patience: 2}
+	return RegimeConfig{DependenceHigh: 0.5, DependenceLow: 0.25, EntropyHigh: 0.3, EntropyLow: 0.1, ValidLow: 0.5, ValidHigh: 0.8, Patience: 2}
 }
 
 // Validate checks the thresholds.
@@ -93,6 +109,8 @@ func (c RegimeConfig) Validate() error {
 		return fmt.Errorf("algos: regime dependence thresholds need 0 ≤ low < high ≤ 1, got %v, %v", c.DependenceLow, c.DependenceHigh)
 	case !(c.EntropyLow >= 0 && c.EntropyLow < c.EntropyHigh && !math.IsInf(c.EntropyHigh, 0)):
 		return fmt.Errorf("algos: regime entropy thresholds need 0 ≤ low < high, got %v, %v", c.EntropyLow, c.EntropyHigh)
+	case !(c.ValidLow >= 0 && c.ValidLow < c.ValidHigh && c.ValidHigh <= 1):
+		return fmt.Errorf("algos: regime valid-reasoning thresholds need 0 ≤ low < high ≤ 1, got %v, %v", c.ValidLow, c.ValidHigh)
 	case c.Patience < 1:
 		return fmt.Errorf("algos: regime patience must be at least 1, got %d", c.Patience)
 	}
@@ -107,6 +125,9 @@ type RegimeReading struct {
 	Retrieval, Chance float64
 	// Entropy is the per-token conditional entropy estimate Ĥ(Z|X).
 	Entropy float64
+	// Valid is the share of replies with well-formed, non-empty reasoning
+	// (collapse/valid_thinking_rate; 1 when not logged).
+	Valid float64
 }
 
 // ReadingFromMetrics takes a reading from CollapseResult.Metrics(prefix);
@@ -123,6 +144,10 @@ func ReadingFromMetrics(m map[string]float64, prefix string) (RegimeReading, boo
 	r.Retrieval, ok[2] = get("retrieval_accuracy")
 	r.Chance, ok[3] = get("retrieval_chance_level")
 	r.Entropy, ok[4] = get("conditional_entropy_est")
+	r.Valid = 1
+	if v, has := m["collapse/valid_thinking_rate"]; has && !math.IsNaN(v) {
+		r.Valid = v
+	}
 	return r, ok == [5]bool{true, true, true, true, true} && r.MIUpper > 0
 }
 
@@ -145,10 +170,14 @@ type RegimeTracker struct {
 	// DependenceHigh and EntropyHigh are the two levels.
 	DependenceHigh bool `json:"dependence_high"`
 	EntropyHigh    bool `json:"entropy_high"`
+	// Incoherent is the valid-reasoning level (false, coherent, in
+	// checkpoints from before it existed).
+	Incoherent bool `json:"incoherent"`
 	// Streaks count the readings in a row beyond the threshold that
 	// would flip each level.
 	DependenceStreak int `json:"dependence_streak"`
 	EntropyStreak    int `json:"entropy_streak"`
+	ValidStreak      int `json:"valid_streak"`
 	// Readings counts the readings observed.
 	Readings int `json:"readings"`
 }
@@ -164,13 +193,18 @@ func (t *RegimeTracker) Observe(r RegimeReading) (Regime, bool) {
 	if t.Readings == 0 {
 		t.DependenceHigh = d >= (c.DependenceHigh+c.DependenceLow)/2
 		t.EntropyHigh = h >= (c.EntropyHigh+c.EntropyLow)/2
+		t.Incoherent = r.Valid < (c.ValidHigh+c.ValidLow)/2
 	} else {
 		t.DependenceHigh, t.DependenceStreak = flip(t.DependenceHigh, t.DependenceStreak, d, c.DependenceHigh, c.DependenceLow, c.Patience)
 		t.EntropyHigh, t.EntropyStreak = flip(t.EntropyHigh, t.EntropyStreak, h, c.EntropyHigh, c.EntropyLow, c.Patience)
+		coherent, streak := flip(!t.Incoherent, t.ValidStreak, r.Valid, c.ValidHigh, c.ValidLow, c.Patience)
+		t.Incoherent, t.ValidStreak = !coherent, streak
 	}
 	t.Readings++
 	var next Regime
 	switch {
+	case t.Incoherent:
+		next = RegimeIncoherent
 	case t.EntropyHigh && t.DependenceHigh:
 		next = RegimeDiverse
 	case t.EntropyHigh:

@@ -18,7 +18,7 @@ func TestInputDependenceByHand(t *testing.T) {
 
 // reading has input dependence d (both proxies at d) and entropy h.
 func reading(d, h float64) RegimeReading {
-	return RegimeReading{MI: d * math.Log(8), MIUpper: math.Log(8), Retrieval: 0.125 + d*0.875, Chance: 0.125, Entropy: h}
+	return RegimeReading{MI: d * math.Log(8), MIUpper: math.Log(8), Retrieval: 0.125 + d*0.875, Chance: 0.125, Entropy: h, Valid: 1}
 }
 
 func TestRegimeTrackerHysteresis(t *testing.T) {
@@ -80,7 +80,7 @@ func TestRegimeFirstReadingUsesTheMidpoint(t *testing.T) {
 func TestReadingFromMetrics(t *testing.T) {
 	m := map[string]float64{"p/mi_estimate": 1, "p/mi_upper_bound": 2, "p/retrieval_accuracy": 0.5, "p/retrieval_chance_level": 0.125, "p/conditional_entropy_est": 0.2}
 	got, ok := ReadingFromMetrics(m, "p")
-	if !ok || got != (RegimeReading{MI: 1, MIUpper: 2, Retrieval: 0.5, Chance: 0.125, Entropy: 0.2}) {
+	if !ok || got != (RegimeReading{MI: 1, MIUpper: 2, Retrieval: 0.5, Chance: 0.125, Entropy: 0.2, Valid: 1}) {
 		t.Errorf("reading %+v %v", got, ok)
 	}
 	delete(m, "p/retrieval_accuracy")
@@ -102,5 +102,40 @@ func TestReadingFromMetrics(t *testing.T) {
 	}
 	if err := DefaultRegimeConfig().Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestRegimeIncoherent: the scoring sweep's entropy blow-up (random
+// tokens, 2% well-formed reasoning, the valid chains still input-dependent)
+// is incoherent, not diverse; coherence comes back through the band.
+func TestRegimeIncoherent(t *testing.T) {
+	tr := NewRegimeTracker()
+	tr.Observe(reading(0.94, 0.0))
+	blowup := reading(0.62, 5.7)
+	blowup.Valid = 0.02
+	for i, want := range []Regime{RegimeCompressed, RegimeIncoherent, RegimeIncoherent} {
+		if got, _ := tr.Observe(blowup); got != want {
+			t.Fatalf("blow-up reading %d: %s, want %s", i, got, want)
+		}
+	}
+	if !RegimeIncoherent.Collapsed() || RegimeIncoherent.Code() != 5 {
+		t.Error("incoherent is not a collapse")
+	}
+	mid := reading(0.94, 0.0)
+	mid.Valid = 0.7 // inside the band: stays incoherent
+	for range 3 {
+		if got, _ := tr.Observe(mid); got != RegimeIncoherent {
+			t.Fatalf("inside the band: %s", got)
+		}
+	}
+	healthy := reading(0.94, 0.0)
+	tr.Observe(healthy)
+	if got, _ := tr.Observe(healthy); got != RegimeCompressed {
+		t.Errorf("after two coherent readings: %s", got)
+	}
+	m := map[string]float64{"p/mi_estimate": 1, "p/mi_upper_bound": 2, "p/retrieval_accuracy": 0.5, "p/retrieval_chance_level": 0.125,
+		"p/conditional_entropy_est": 0.2, "collapse/valid_thinking_rate": 0.3}
+	if r, _ := ReadingFromMetrics(m, "p"); r.Valid != 0.3 {
+		t.Errorf("valid rate read as %v", r.Valid)
 	}
 }
