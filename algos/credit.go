@@ -72,6 +72,9 @@ func (p Preset) UsesTurns() bool {
 	return p.BiLevelGAE || p.Credit == CreditGiGPO || p.Credit == CreditSolver
 }
 
+// UsesTurnStates reports whether the turns need their starting states.
+func (p Preset) UsesTurnStates() bool { return p.Credit == CreditGiGPO }
+
 // UsesCostToGo reports whether the turns need solver costs.
 func (p Preset) UsesCostToGo() bool { return p.Credit == CreditSolver }
 

@@ -49,6 +49,11 @@ type Config struct {
 	// credit needs it; the trainer sets it). Solvers run without the step
 	// timeout: they are bounded searches of their own.
 	CostToGo bool `yaml:"-"`
+	// TurnStates records every turn's starting state (Turn.State): the
+	// environment's key, or a render of it, which costs a Render per turn
+	// for environments without a StateKeyer. GiGPO needs it; the trainer
+	// sets it.
+	TurnStates bool `yaml:"-"`
 }
 
 // Prompt styles.

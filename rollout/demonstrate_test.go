@@ -64,7 +64,7 @@ func TestTurnsRecordStateAndCostToGo(t *testing.T) {
 	cfg.PromptStyle = PromptCompact
 	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8}
 	for _, perturb := range []float64{0, 0.5} {
-		cfg.CostToGo = true
+		cfg.CostToGo, cfg.TurnStates = true, true
 		trajs, err := Demonstrate(context.Background(), cfg, factory, seeds, DemoOptions{Perturb: perturb, Seed: 3})
 		if err != nil {
 			t.Fatal(err)
@@ -95,13 +95,16 @@ func TestTurnsRecordStateAndCostToGo(t *testing.T) {
 				t.Errorf("seed %d: solved with cost %v left", tr.Seed, last.Cost.After)
 			}
 		}
-		cfg.CostToGo = false
+		cfg.CostToGo, cfg.TurnStates = false, false
 		trajs, err = Demonstrate(context.Background(), cfg, factory, seeds[:1], DemoOptions{Seed: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c := trajs[0].Turns[0].Cost; c != nil {
 			t.Errorf("cost %+v recorded with CostToGo off", *c)
+		}
+		if s := trajs[0].Turns[0].State; s != "" {
+			t.Errorf("state %q recorded with TurnStates off", s)
 		}
 	}
 }

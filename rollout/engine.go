@@ -429,7 +429,9 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 func act(ctx context.Context, cfg *Config, ep *episode, parsed Parsed, tr *Turn) error {
 	t := &ep.traj
 	tr.FormatOK, tr.Actions = parsed.FormatOK, parsed.Actions
-	tr.State = stateKey(ep.env)
+	if cfg.TurnStates {
+		tr.State = stateKey(ep.env)
+	}
 	if rc, ok := ep.env.(envs.RationaleChecker); ok && parsed.FormatOK && parsed.Think != "" {
 		tr.Rationale = rc.CheckRationale(parsed.Think)
 	}

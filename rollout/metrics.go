@@ -47,6 +47,7 @@ func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float6
 				checked++
 				all := true
 				for fact, ok := range turn.Rationale {
+					factRight[fact] += 0 // a fact never right is still reported, as 0
 					if ok {
 						factRight[fact]++
 					} else {
@@ -81,16 +82,6 @@ func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float6
 		m[prefix+"/rationale_correct"] = allRight / checked
 		for fact, n := range factRight {
 			m[prefix+"/rationale_correct/"+fact] = n / checked
-		}
-		// A fact never right is still reported, as 0.
-		for _, tr := range trajs {
-			for _, turn := range tr.Turns {
-				for fact := range turn.Rationale {
-					if _, ok := factRight[fact]; !ok {
-						m[prefix+"/rationale_correct/"+fact] = 0
-					}
-				}
-			}
 		}
 	}
 	if groupSize > 1 {

@@ -76,9 +76,9 @@ type Turn struct {
 	// Finish is the policy's finish reason for the reply.
 	Finish string
 	// State names the environment state the turn started from: the
-	// environment's envs.StateKeyer key, or its rendered observation.
-	// Turns of one level with equal States started from the same state
-	// (GiGPO's anchor states).
+	// environment's envs.StateKeyer key, or its rendered observation;
+	// empty unless Config.TurnStates is set. Turns of one level with equal
+	// States started from the same state (GiGPO's anchor states).
 	State string
 	// Rationale says, for each fact about the state the environment can
 	// check (envs.RationaleChecker: the player, the boxes, …), whether the

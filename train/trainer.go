@@ -251,7 +251,7 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 	}
 	pol := s.learner.Policy()
 	trainCfg := c.Rollout
-	trainCfg.CostToGo = c.Algo.UsesCostToGo()
+	trainCfg.CostToGo, trainCfg.TurnStates = c.Algo.UsesCostToGo(), c.Algo.UsesTurnStates()
 	if s.engine, err = rollout.New(ctx, trainCfg, pol, t.factory); err != nil {
 		return nil, err
 	}

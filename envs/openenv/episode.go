@@ -16,8 +16,6 @@ import (
 type episode struct {
 	srv *Server
 	env envs.Env
-	// configured reports that env was built with a session env_config.
-	configured bool
 
 	id      *string
 	seed    *uint64
@@ -43,7 +41,8 @@ func (e *episode) reset(p resetParams) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		e.env, e.configured = env, true
+		e.close()
+		e.env = env
 	}
 	seed := p.Seed
 	if p.Split != nil {

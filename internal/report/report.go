@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -161,7 +162,7 @@ var seedKeys = map[string]bool{"run.seed": true}
 func Arms(runs []Run) []Arm {
 	key := func(r Run) string {
 		var b strings.Builder
-		for _, k := range slices.Sorted(mapsKeys(r.Config)) {
+		for _, k := range slices.Sorted(maps.Keys(r.Config)) {
 			if !seedKeys[k] {
 				fmt.Fprintf(&b, "%s=%s\n", k, r.Config[k])
 			}
@@ -205,7 +206,7 @@ func Arms(runs []Run) []Arm {
 			}
 		}
 	}
-	keys := slices.Sorted(mapsKeys(varying))
+	keys := slices.Sorted(maps.Keys(varying))
 	for i, a := range arms {
 		var parts []string
 		for _, k := range keys {
@@ -216,16 +217,6 @@ func Arms(runs []Run) []Arm {
 		arms[i].Label = strings.Join(parts, " ")
 	}
 	return arms
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // Curve returns the steps at which every run of the arm logged metric and

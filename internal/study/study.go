@@ -94,10 +94,24 @@ type setFlags []string
 func (s *setFlags) String() string     { return strings.Join(*s, " ") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
-// Main parses the command line over the study's defaults and runs it;
-// quick holds the -quick settings (fewer seeds and steps). It exits the
-// process on error.
-func Main(def Study, quick func(*Study)) {
+// Quick is the -quick version every script uses: one seed of 100 steps,
+// in its own directory.
+func Quick(s *Study) {
+	s.Seeds, s.Out = 1, s.Out+"-quick"
+	s.Sets = append(s.Sets, "run.steps=100")
+}
+
+// NoFilter and SNRFilter are the filter settings the studies compare: every
+// group, and the shipped SNR-aware top-p 0.9 (linear, zero-spread groups
+// dropped).
+var (
+	NoFilter  = []string{"filter.strategy=top_p", "filter.value=1", "filter.include_zero=true"}
+	SNRFilter = []string{"filter.strategy=top_p", "filter.value=0.9", "filter.top_p_prob_mode=linear", "filter.include_zero=false"}
+)
+
+// Main parses the command line over the study's defaults and runs it
+// (-quick applies Quick). It exits the process on error.
+func Main(def Study) {
 	s := def
 	var sets setFlags
 	var arms, configs string
@@ -121,7 +135,7 @@ func Main(def Study, quick func(*Study)) {
 	s.Sets = append(s.Sets, sets...)
 	if quickFlag {
 		s.Quick = true
-		quick(&s)
+		Quick(&s)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()

@@ -25,10 +25,4 @@ func Default() study.Study {
 	}
 }
 
-// Quick is -quick: one seed of 100 steps.
-func Quick(s *study.Study) {
-	s.Seeds, s.Out = 1, s.Out+"-quick"
-	s.Sets = append(s.Sets, "run.steps=100")
-}
-
-func main() { study.Main(Default(), Quick) }
+func main() { study.Main(Default()) }

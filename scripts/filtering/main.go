@@ -21,9 +21,9 @@ var filters = []struct {
 	name string
 	sets []string
 }{
-	{"nofilter", []string{"filter.strategy=top_p", "filter.value=1", "filter.include_zero=true"}},
+	{"nofilter", study.NoFilter},
 	{"topp-softmax", []string{"filter.strategy=top_p", "filter.value=0.9", "filter.top_p_prob_mode=softmax", "filter.include_zero=true"}},
-	{"topp-linear", []string{"filter.strategy=top_p", "filter.value=0.9", "filter.top_p_prob_mode=linear", "filter.include_zero=false"}},
+	{"topp-linear", study.SNRFilter},
 	{"topk", []string{"filter.strategy=top_k", "filter.value=0.25", "filter.include_zero=true"}},
 }
 
@@ -44,10 +44,4 @@ func Default() study.Study {
 	return s
 }
 
-// Quick is -quick: one seed of 100 steps.
-func Quick(s *study.Study) {
-	s.Seeds, s.Out = 1, s.Out+"-quick"
-	s.Sets = append(s.Sets, "run.steps=100")
-}
-
-func main() { study.Main(Default(), Quick) }
+func main() { study.Main(Default()) }

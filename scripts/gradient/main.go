@@ -17,9 +17,8 @@ import "github.com/agentrl/agentrl/internal/study"
 
 // Default is the study as docs/results.md reports it.
 func Default() study.Study {
-	sets := []string{"algo.entropy_coeff=0.001", "algo.use_kl_loss=true", "algo.kl_loss_coef=0.001",
-		"filter.strategy=top_p", "filter.value=1", "filter.include_zero=true",
-		"analysis.gradient_every=25", "analysis.gradient_buckets=4"}
+	sets := append([]string{"algo.entropy_coeff=0.001", "algo.use_kl_loss=true", "algo.kl_loss_coef=0.001",
+		"analysis.gradient_every=25", "analysis.gradient_buckets=4"}, study.NoFilter...)
 	return study.Study{
 		Name: "gradient", Command: "go run ./scripts/gradient",
 		Configs: []string{"configs/sokoban.yaml"},
@@ -29,10 +28,4 @@ func Default() study.Study {
 	}
 }
 
-// Quick is -quick: one seed of 100 steps.
-func Quick(s *study.Study) {
-	s.Seeds, s.Out = 1, s.Out+"-quick"
-	s.Sets = append(s.Sets, "run.steps=100")
-}
-
-func main() { study.Main(Default(), Quick) }
+func main() { study.Main(Default()) }

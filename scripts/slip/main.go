@@ -27,8 +27,8 @@ func Default() study.Study {
 			name string
 			sets []string
 		}{
-			{"nofilter", []string{"filter.strategy=top_p", "filter.value=1", "filter.include_zero=true"}},
-			{"filter", []string{"filter.strategy=top_p", "filter.value=0.9", "filter.top_p_prob_mode=linear", "filter.include_zero=false"}},
+			{"nofilter", study.NoFilter},
+			{"filter", study.SNRFilter},
 		} {
 			s.Arms = append(s.Arms, study.Arm{Label: "s" + rate + "-" + f.name, Preset: "GRPO",
 				Sets: append([]string{"env.config.success_rate=" + rate}, f.sets...)})
@@ -37,10 +37,4 @@ func Default() study.Study {
 	return s
 }
 
-// Quick is -quick: one seed of 100 steps.
-func Quick(s *study.Study) {
-	s.Seeds, s.Out = 1, s.Out+"-quick"
-	s.Sets = append(s.Sets, "run.steps=100")
-}
-
-func main() { study.Main(Default(), Quick) }
+func main() { study.Main(Default()) }
