@@ -95,6 +95,9 @@ type CollapseResult struct {
 	MIZScore, MIZScoreSeq                            float64
 	MIUpperBound                                     float64
 
+	// Retrieved[r]: row r's own prompt ranks first among the columns (ties
+	// with token-identical prompts count), the per-row top-1 retrieval hit.
+	Retrieved []bool
 	// Retrieval at k = 1, 2, 4, 8.
 	RetrievalAccuracy [4]float64
 	RetrievalChance   [4]float64
@@ -146,6 +149,7 @@ func ComputeCollapse(in CollapseInput) (CollapseResult, error) {
 	res := CollapseResult{N: n, R: rows, MIUpperBound: math.Log(float64(n))}
 	res.Matched, res.Marginal = make([]float64, rows), make([]float64, rows)
 	res.MatchedSeq, res.MarginalSeq = make([]float64, rows), make([]float64, rows)
+	res.Retrieved = make([]bool, rows)
 	lmean := make([]float64, n)
 	for r := range rows {
 		for j := range n {
@@ -167,6 +171,9 @@ func ComputeCollapse(in CollapseInput) (CollapseResult, error) {
 			for _, j := range order[:ke] {
 				if key[j] == key[c] {
 					res.RetrievalAccuracy[ki]++
+					if ki == 0 {
+						res.Retrieved[r] = true
+					}
 					break
 				}
 			}

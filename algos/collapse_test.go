@@ -298,3 +298,49 @@ func TestSampleTrajectoryPairs(t *testing.T) {
 		t.Error("empty input")
 	}
 }
+
+func TestRationaleJoint(t *testing.T) {
+	// Rows: retrieved+right, retrieved+wrong (twice), unretrieved+right,
+	// and one unchecked row that must not count.
+	retrieved := []bool{true, true, true, false, true}
+	right := []bool{true, false, false, true, true}
+	checked := []bool{true, true, true, true, false}
+	m := RationaleJoint("p", retrieved, right, checked)
+	want := map[string]float64{
+		"p/retrieved_right": 0.25, "p/retrieved_wrong": 0.5, "p/unretrieved_right": 0.25, "p/unretrieved_wrong": 0,
+		"p/rationale_correct": 0.5, "p/retrieval_accuracy_right": 0.5, "p/retrieval_accuracy_wrong": 1,
+	}
+	if len(m) != len(want) {
+		t.Fatalf("got %d metrics %v, want %d", len(m), m, len(want))
+	}
+	for k, v := range want {
+		if got, ok := m[k]; !ok || math.Abs(got-v) > 1e-12 {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, v)
+		}
+	}
+	if m := RationaleJoint("p", []bool{true}, []bool{true}, []bool{false}); m != nil {
+		t.Errorf("nothing checked: got %v, want nil", m)
+	}
+	// Every chain right: no conditional accuracy among wrong ones.
+	if m := RationaleJoint("p", []bool{true, false}, []bool{true, true}, []bool{true, true}); m["p/retrieval_accuracy_right"] != 0.5 {
+		t.Errorf("all right: %v", m)
+	} else if _, ok := m["p/retrieval_accuracy_wrong"]; ok {
+		t.Errorf("all right: retrieval_accuracy_wrong present: %v", m)
+	}
+}
+
+func TestComputeCollapseRetrievedPerRow(t *testing.T) {
+	// Row 0 prefers its own column 0; row 1 prefers column 0 over its own 1.
+	res, err := ComputeCollapse(CollapseInput{
+		LSum: [][]float64{{-1, -5}, {-1, -3}}, ReasoningLen: []int{1, 1}, Col: []int{0, 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Retrieved[0] || res.Retrieved[1] {
+		t.Fatalf("Retrieved = %v, want [true false]", res.Retrieved)
+	}
+	if res.RetrievalAccuracy[0] != 0.5 {
+		t.Fatalf("top-1 accuracy %v, want 0.5", res.RetrievalAccuracy[0])
+	}
+}

@@ -43,18 +43,15 @@ func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float6
 				formatOK++
 			}
 			respLen += float64(turn.ReplyEnd - turn.ReplyStart)
-			if turn.Rationale != nil {
+			if right, ok := turn.RationaleRight(); ok {
 				checked++
-				all := true
 				for fact, ok := range turn.Rationale {
 					factRight[fact] += 0 // a fact never right is still reported, as 0
 					if ok {
 						factRight[fact]++
-					} else {
-						all = false
 					}
 				}
-				if all {
+				if right {
 					allRight++
 				}
 			}

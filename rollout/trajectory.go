@@ -100,6 +100,20 @@ type TurnCost struct {
 // HasThink reports whether the turn has a non-empty reasoning span.
 func (t Turn) HasThink() bool { return t.ThinkStart >= 0 && t.ThinkEnd > t.ThinkStart }
 
+// RationaleRight tells whether the turn's reasoning stated every fact the
+// environment checked correctly; checked is false when nothing was checked.
+func (t Turn) RationaleRight() (right, checked bool) {
+	if t.Rationale == nil {
+		return false, false
+	}
+	for _, ok := range t.Rationale {
+		if !ok {
+			return false, true
+		}
+	}
+	return true, true
+}
+
 // TurnPrompt returns the tokens turn i's reply was sampled after: the
 // conversation so far, or the history window when one was used.
 func (t *Trajectory) TurnPrompt(i int) []int {

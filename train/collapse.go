@@ -106,6 +106,13 @@ func collapseMetrics(ctx context.Context, p policy.Policy, trajs []rollout.Traje
 		for k, v := range res.Metrics(s.name) {
 			metrics[k] = v
 		}
+		right, checked := make([]bool, rows), make([]bool, rows)
+		for r, pr := range ps.Pairs {
+			right[r], checked[r] = trajs[pr.Traj].Turns[pr.Turn].RationaleRight()
+		}
+		for k, v := range algos.RationaleJoint(s.name, res.Retrieved, right, checked) {
+			metrics[k] = v
+		}
 		metrics["timing_s/"+s.name] = time.Since(schemeStart).Seconds()
 	}
 	metrics["timing_s/collapse_total"] = time.Since(start).Seconds()

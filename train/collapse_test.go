@@ -1,0 +1,64 @@
+package train
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/agentrl/agentrl/algos"
+	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/rollout"
+)
+
+// groupScorer is a policy whose log-likelihood of a chain is 0 after the
+// prompt of the group the chain names and −5 after any other: a chain
+// naming its own group is retrieved, one naming another is not.
+type groupScorer struct{ policy.Policy }
+
+func (groupScorer) Info() policy.Info { return policy.Info{MaxContext: 64} }
+
+func (groupScorer) Score(_ context.Context, reqs []policy.ScoreRequest) ([][]float64, error) {
+	out := make([][]float64, len(reqs))
+	for i, r := range reqs {
+		lp := -5.0
+		if r.Prompt[0]-10 == r.Continuation[0]-100 {
+			lp = 0
+		}
+		out[i] = []float64{lp}
+	}
+	return out, nil
+}
+
+// TestCollapseMetricsCrossRetrievalWithGroundTruth checks the joint of
+// top-1 retrieval and rationale correctness the collapse step logs.
+func TestCollapseMetricsCrossRetrievalWithGroundTruth(t *testing.T) {
+	// traj: its group, the group its chain names, whether its rationale is right.
+	cases := []struct {
+		group, names int
+		right        bool
+	}{{0, 0, true}, {0, 0, false}, {1, 0, true}, {1, 1, false}}
+	var trajs []rollout.Trajectory
+	for _, c := range cases {
+		trajs = append(trajs, rollout.Trajectory{
+			Group:  c.group,
+			Tokens: []int{10 + c.group, 100 + c.names},
+			Turns:  []rollout.Turn{{PromptEnd: 1, ThinkStart: 1, ThinkEnd: 2, Rationale: map[string]bool{"player": c.right}}},
+		})
+	}
+	cfg := CollapseConfig{Samples: 0, FirstTurn: true}
+	m, err := collapseMetrics(context.Background(), groupScorer{}, trajs, cfg, algos.NewCollapseEMA(), rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := algos.SchemeFirstTurn
+	for k, want := range map[string]float64{
+		p + "/retrieval_accuracy": 0.75,
+		p + "/retrieved_right":    0.25, p + "/retrieved_wrong": 0.5, p + "/unretrieved_right": 0.25, p + "/unretrieved_wrong": 0,
+		p + "/rationale_correct": 0.5, p + "/retrieval_accuracy_right": 0.5, p + "/retrieval_accuracy_wrong": 1,
+	} {
+		if got, ok := m[k]; !ok || math.Abs(got-want) > 1e-12 {
+			t.Errorf("%s = %v (present %v), want %v", k, got, ok, want)
+		}
+	}
+}
