@@ -392,6 +392,7 @@ var DefaultDiagnostics = []string{
 	"collapse_first_turn_sample/conditional_entropy_est",
 	"actor/entropy",
 	"train/rationale_correct",
+	"collapse_first_turn_sample/retrieved_wrong",
 }
 
 // Correlations is the markdown table of the Spearman correlation, across

@@ -84,6 +84,8 @@ type Study struct {
 	Quick bool
 	// Note, if set, is printed under each section's header.
 	Note string
+	// Extra, if set, adds a study's own tables to each section.
+	Extra func(arms []report.Arm) string
 }
 
 // metric is the curve a study compares.
@@ -94,11 +96,17 @@ type setFlags []string
 func (s *setFlags) String() string     { return strings.Join(*s, " ") }
 func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 
-// Quick is the -quick version every script uses: one seed of 100 steps,
+// QuickSets are the -quick settings: 30 RL steps after a warm start of a
+// third of the shipped length, so that the whole suite's quick version
+// (scripts/ragen2 -quick) fits 15 minutes on 2 cores. Its numbers check
+// that every arm runs and point the way; they are not results.
+var QuickSets = []string{"run.steps=30", "warm_start.steps=2000"}
+
+// Quick is the -quick version every script uses: one seed of QuickSets,
 // in its own directory.
 func Quick(s *Study) {
 	s.Seeds, s.Out = 1, s.Out+"-quick"
-	s.Sets = append(s.Sets, "run.steps=100")
+	s.Sets = append(s.Sets, QuickSets...)
 }
 
 // NoFilter and SNRFilter are the filter settings the studies compare: every
@@ -108,6 +116,11 @@ var (
 	NoFilter  = []string{"filter.strategy=top_p", "filter.value=1", "filter.include_zero=true"}
 	SNRFilter = []string{"filter.strategy=top_p", "filter.value=0.9", "filter.top_p_prob_mode=linear", "filter.include_zero=false"}
 )
+
+// RAGENWeighting weighs the loss as RAGEN does in effect (micro-batches of
+// one sequence: every sequence equally), for arms that reproduce the paper
+// with a token-mean loss (PPO).
+const RAGENWeighting = "algo.micro_batch_weighting=true"
 
 // Main parses the command line over the study's defaults and runs it
 // (-quick applies Quick). It exits the process on error.
@@ -246,6 +259,25 @@ func (s *Study) Run(ctx context.Context) error {
 	return nil
 }
 
+// WallTime is the summed wall time of the study's finished runs (warm
+// starts included), and their number.
+func (s *Study) WallTime() (time.Duration, int, error) {
+	total, n := 0.0, 0
+	for _, config := range s.Configs {
+		for _, a := range s.Arms {
+			for seed := 1; seed <= s.Seeds; seed++ {
+				r, err := report.Load(s.runDir(config, a, seed))
+				if err != nil {
+					return 0, 0, err
+				}
+				total += r.Summary.WallTime
+				n++
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second)).Round(time.Second), n, nil
+}
+
 // key names a config's section: the study's name, and the config's when
 // the study has several.
 func (s *Study) key(config string) string {
@@ -324,6 +356,15 @@ func (s *Study) Section(config string, arms []report.Arm, plotFile string) strin
 	if g := report.GradientTable(arms); g != "" {
 		b.WriteString("\nGradient analysis: the actor gradient's terms by reward-std bucket of the batch before filtering (q1 lowest), means over measurements and seeds:\n\n")
 		b.WriteString(g)
+	}
+	if d := report.DiagnosticsTable(arms); d != "" {
+		b.WriteString("\nCollapse diagnostics, the mean of each reading's last quarter over seeds (first-turn scheme), and the collapse alarm's regimes:\n\n")
+		b.WriteString(d)
+	}
+	if s.Extra != nil {
+		if e := s.Extra(arms); e != "" {
+			b.WriteString("\n" + e)
+		}
 	}
 	if plotFile != "" {
 		rel, err := filepath.Rel(filepath.Dir(s.Results), plotFile)
