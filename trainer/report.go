@@ -21,6 +21,7 @@ func runReport(_ context.Context, args []string, s stdio) error {
 		points    = fs.Int("points", 10, "rows of the curve table")
 		plotPath  = fs.String("plot", "", "also draw the curves with their bands into this PNG")
 		diag      = fs.String("diagnostics", strings.Join(report.DefaultDiagnostics, ","), "comma-separated metrics to correlate with the final -metric across runs")
+		truth     = fs.String("truth", "train/rationale_correct", "the reasoning's ground truth the MI proxies and entropies are checked against, across and within runs")
 	)
 	fs.Usage = func() {
 		fmt.Fprintln(s.err, "usage: trainer report [-metric M] [-threshold X] [-plot FILE] RUN_DIR...")
@@ -53,8 +54,14 @@ func runReport(_ context.Context, args []string, s stdio) error {
 	if g := report.GradientTable(arms); g != "" {
 		fmt.Fprintf(s.out, "\nGradient terms by reward-std bucket (q1 lowest), means over measurements and seeds:\n\n%s", g)
 	}
+	if d := report.DiagnosticsTable(arms); d != "" {
+		fmt.Fprintf(s.out, "\nCollapse diagnostics (late means over seeds) and the collapse alarm's regimes:\n\n%s", d)
+	}
 	if c := report.Correlations(runs, *metric, strings.Split(*diag, ",")); c != "" {
 		fmt.Fprintf(s.out, "\nAcross all %d runs:\n\n%s", len(runs), c)
+	}
+	if g := report.GroundTruthTable(runs, *truth, report.GroundTruthDiagnostics); g != "" {
+		fmt.Fprintf(s.out, "\nAgainst the ground truth %s:\n\n%s", *truth, g)
 	}
 	if *plotPath != "" {
 		if err := report.Plot(arms, *metric, *metric+", mean and 95% band over seeds", *plotPath); err != nil {

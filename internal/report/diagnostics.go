@@ -18,6 +18,7 @@ var diagnosticColumns = []struct{ head, key string }{
 	{"valid thinking", "collapse/valid_thinking_rate"},
 	{"rationale correct", "collapse_first_turn_sample/rationale_correct"},
 	{"retrieved but wrong", "collapse_first_turn_sample/retrieved_wrong"},
+	{"reply tokens", "train/response_length"},
 }
 
 // DiagnosticsTable is, per arm, the late collapse readings (MI proxies,
@@ -52,6 +53,9 @@ func DiagnosticsTable(arms []Arm) string {
 			}
 			any = true
 			cell := fmt.Sprintf("%.3f", meanOf(vals))
+			if c.key == "train/response_length" {
+				cell = fmt.Sprintf("%.1f", meanOf(vals))
+			}
 			if c.key == "collapse_first_turn_sample/retrieval_accuracy" {
 				if ch, ok := lateMean(a.Runs, "collapse_first_turn_sample/retrieval_chance_level"); ok {
 					cell += fmt.Sprintf(" (%.3f)", ch)

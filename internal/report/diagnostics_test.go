@@ -67,3 +67,33 @@ func TestProxyTableErrorAgainstReference(t *testing.T) {
 		t.Errorf("different training not flagged:\n%s", got)
 	}
 }
+
+func TestGroundTruthTable(t *testing.T) {
+	const truth, ret, ent = "train/rationale_correct", "collapse_first_turn_sample/retrieval_accuracy", "actor/entropy"
+	run := func(tr, rt, en []float64) Run {
+		var rows []map[string]float64
+		for i := range tr {
+			rows = append(rows, map[string]float64{"step": float64(i), truth: tr[i], ret: rt[i], ent: en[i]})
+		}
+		return Run{Rows: rows}
+	}
+	// Retrieval rises and falls with the truth in every run; entropy moves
+	// against it in one run and is constant in the other.
+	runs := []Run{
+		run([]float64{0.1, 0.2, 0.3, 0.4}, []float64{0.5, 0.6, 0.7, 0.8}, []float64{5, 4, 3, 2}),
+		run([]float64{0.9, 0.8, 0.7, 0.95}, []float64{0.9, 0.85, 0.8, 0.99}, []float64{1, 1, 1, 1}),
+		run([]float64{0.5, 0.5, 0.5, 0.5}, []float64{0.9, 0.9, 0.9, 0.9}, []float64{1.5, 1.5, 1.5, 1.5}),
+	}
+	got := GroundTruthTable(runs, truth, []string{ret, ent, "never/logged"})
+	for _, want := range []string{"| " + ret + " | +1.00 | 3 | +1.00 | 2 |", "| " + ent + " | -1.00 | 3 | -1.00 | 1 |"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q in:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "never/logged") {
+		t.Errorf("a diagnostic no run logged got a row:\n%s", got)
+	}
+	if GroundTruthTable(runs, "no/truth", []string{ret}) != "" {
+		t.Error("no truth logged: want an empty table")
+	}
+}
