@@ -39,7 +39,7 @@ func DiagnosticsTable(arms []Arm) string {
 	rows := 0
 	for _, a := range arms {
 		line := "| " + a.Label + " |"
-		any := false
+		logged := false
 		for _, c := range diagnosticColumns {
 			var vals []float64
 			for _, r := range a.Runs {
@@ -51,7 +51,7 @@ func DiagnosticsTable(arms []Arm) string {
 				line += " |"
 				continue
 			}
-			any = true
+			logged = true
 			cell := fmt.Sprintf("%.3f", meanOf(vals))
 			if c.key == "train/response_length" {
 				cell = fmt.Sprintf("%.1f", meanOf(vals))
@@ -63,7 +63,7 @@ func DiagnosticsTable(arms []Arm) string {
 			}
 			line += " " + cell + " |"
 		}
-		if !any {
+		if !logged {
 			continue
 		}
 		var ends, firsts []string
