@@ -278,13 +278,30 @@ func (s *Study) WallTime() (time.Duration, int, error) {
 	return time.Duration(total * float64(time.Second)).Round(time.Second), n, nil
 }
 
+// sectionName is the study's name in the results file: a quick version
+// gets sections of its own, so it never overwrites the full results.
+func (s *Study) sectionName() string {
+	if s.Quick {
+		return s.Name + "-quick"
+	}
+	return s.Name
+}
+
+// markerCommand is the command a section's markers name.
+func (s *Study) markerCommand() string {
+	if s.Quick {
+		return s.Command + " -quick"
+	}
+	return s.Command
+}
+
 // key names a config's section: the study's name, and the config's when
 // the study has several.
 func (s *Study) key(config string) string {
 	if len(s.Configs) > 1 {
-		return s.Name + ":" + configName(config)
+		return s.sectionName() + ":" + configName(config)
 	}
-	return s.Name
+	return s.sectionName()
 }
 
 // BeginMarker and EndMarker delimit a section of the results file.
@@ -315,7 +332,7 @@ func (s *Study) write(config string, arms []report.Arm) error {
 	key := s.key(config)
 	var plotFile string
 	if s.Results != "" {
-		plotFile = filepath.Join(filepath.Dir(s.Results), "results", s.Name+"-"+configName(config)+".png")
+		plotFile = filepath.Join(filepath.Dir(s.Results), "results", s.sectionName()+"-"+configName(config)+".png")
 		if err := os.MkdirAll(filepath.Dir(plotFile), 0o755); err != nil {
 			return err
 		}
@@ -326,7 +343,7 @@ func (s *Study) write(config string, arms []report.Arm) error {
 	text := s.Section(config, arms, plotFile)
 	fmt.Println(text)
 	if s.Results != "" {
-		return ReplaceSection(s.Results, key, s.Command, text)
+		return ReplaceSection(s.Results, key, s.markerCommand(), text)
 	}
 	return nil
 }
@@ -341,7 +358,7 @@ func (s *Study) Section(config string, arms []report.Arm, plotFile string) strin
 			total += r.Summary.WallTime
 		}
 	}
-	fmt.Fprintf(&b, "%s\n", BeginMarker(key, s.Command))
+	fmt.Fprintf(&b, "%s\n", BeginMarker(key, s.markerCommand()))
 	fmt.Fprintf(&b, "`%s`: %d seed(s) per arm on `%s`; these runs took %s in all on 2 cores (warm starts included, each built once per seed).\n\n",
 		s.commandLine(), s.Seeds, config, (time.Duration(total) * time.Second).Round(time.Second))
 	if s.Note != "" {

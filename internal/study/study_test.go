@@ -81,3 +81,16 @@ func TestRunDirsAndKeys(t *testing.T) {
 		t.Error("-fresh with -report accepted")
 	}
 }
+
+// TestQuickSectionsAreTheirOwn checks that a quick version writes
+// sections of its own rather than over the full results.
+func TestQuickSectionsAreTheirOwn(t *testing.T) {
+	s := Study{Name: "f", Command: "go run ./scripts/f", Configs: []string{"configs/a.yaml", "configs/b.yaml"}}
+	if k := s.key("configs/a.yaml"); k != "f:a" {
+		t.Errorf("full key %q", k)
+	}
+	s.Quick = true
+	if k, c := s.key("configs/a.yaml"), s.markerCommand(); k != "f-quick:a" || c != "go run ./scripts/f -quick" {
+		t.Errorf("quick key %q, command %q", k, c)
+	}
+}
