@@ -889,3 +889,49 @@ func TestGradientAnalysis(t *testing.T) {
 		}
 	}
 }
+
+// TestStoppedRunStaysStopped checks that resuming a run a stopping rule
+// ended trains nothing more and ends with the same status.
+func TestStoppedRunStaysStopped(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	// Any regime stops the run: the alarm's first reading ends it.
+	sets := []string{"collapse.every=1", "collapse.alarm.stop_on=[diverse,compressed,template_collapse,low_entropy_collapse,incoherent]"}
+	run := func() error {
+		tr, err := New(tinyConfig(t, out, 6, sets...), quietOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Run(context.Background())
+	}
+	if err := run(); !errors.Is(err, ErrStopped) {
+		t.Fatalf("first session: %v, want ErrStopped", err)
+	}
+	before, err := ReadMetrics(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := before[len(before)-1]["step"]; last >= 6 {
+		t.Fatalf("the alarm did not stop the run: it reached step %v", last)
+	}
+	if err := run(); !errors.Is(err, ErrStopped) {
+		t.Fatalf("resumed session: %v, want ErrStopped", err)
+	}
+	after, err := ReadMetrics(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before) {
+		t.Errorf("the resumed session trained on: %d metric rows, had %d", len(after), len(before))
+	}
+	var sum Summary
+	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &sum); err != nil || !strings.HasPrefix(sum.Status, "stopped early: collapse alarm") {
+		t.Errorf("summary status %q (%v), want stopped early by the alarm", sum.Status, err)
+	}
+}

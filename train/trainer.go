@@ -413,6 +413,11 @@ func (s *session) loop(ctx context.Context) error {
 		}
 		fmt.Fprintln(s.console, progressLine(0, c.Run.Steps, 0, 0, m))
 	}
+	// A run a stopping rule ended stays ended: resuming it ends at once
+	// with the same status, as a finished run does.
+	if s.state.Stopped != "" {
+		return fmt.Errorf("%w: %s", ErrStopped, s.state.Stopped)
+	}
 	start := s.now()
 	done := 0
 	for s.state.Step < c.Run.Steps {

@@ -240,8 +240,14 @@ func (s *Study) Run(ctx context.Context) error {
 					var logs bytes.Buffer
 					cmd.Stdout, cmd.Stderr = os.Stderr, &logs
 					if err := cmd.Run(); err != nil {
-						os.Stderr.Write(logs.Bytes())
-						return fmt.Errorf("%s, %s seed %d: %w", config, a.Label, seed, err)
+						// A stopping rule ending the run early is an outcome
+						// of the experiment, not a failure of the study.
+						r, lerr := report.Load(dir)
+						if lerr != nil || !strings.HasPrefix(r.Summary.Status, "stopped early") {
+							os.Stderr.Write(logs.Bytes())
+							return fmt.Errorf("%s, %s seed %d: %w", config, a.Label, seed, err)
+						}
+						fmt.Fprintf(os.Stderr, "%s, %s seed %d: the run %s\n", config, a.Label, seed, r.Summary.Status)
 					}
 				}
 				r, err := report.Load(dir)
