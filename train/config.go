@@ -93,7 +93,11 @@ type ModelConfig struct {
 	// episodes of the environment).
 	VocabSize int `yaml:"vocab_size"`
 	// Init, when set, starts from this checkpoint directory instead of a
-	// fresh (or warm-started) model.
+	// fresh (or warm-started) model, and skips the warm start: a native
+	// checkpoint, or a Hugging Face model directory (Llama, Mistral or
+	// Qwen2; see local.IsHFDir), trained in full with its own tokenizer
+	// and chat template. The other model keys then do not apply, except
+	// MaxSeq, which bounds a Hugging Face model's context.
 	Init string `yaml:"init"`
 }
 

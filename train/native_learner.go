@@ -21,7 +21,13 @@ import (
 
 // Directories of a native learner's checkpoint besides the actor's files,
 // which sit at the top so that the checkpoint loads as a policy on its own
-// (trainer eval, trainer serve).
+// (trainer eval, trainer serve). The actor is a native checkpoint with the
+// agentrl tokenizer, or, for a model that came from a Hugging Face
+// directory (model.init), a Hugging Face directory again (local.WriteHF:
+// float32 weights and the source's config and tokenizer files) with the
+// optimizer state beside it in the native layout, so that transformers
+// and vLLM load the trained model as they loaded the original. The critic
+// and the reference are native checkpoints either way.
 const (
 	criticDir    = "critic"
 	referenceDir = "reference"
@@ -32,8 +38,12 @@ const (
 // reference is a frozen copy of the starting actor.
 type nativeLearner struct {
 	algo AlgoConfig
-	tok  *tokenizer.Tokenizer
-	pol  *local.Policy
+	// tok is the agentrl tokenizer, or nil for an actor from a Hugging
+	// Face directory, whose files (tokenizer, chat template, config) are
+	// hf.
+	tok *tokenizer.Tokenizer
+	hf  local.HFFiles
+	pol *local.Policy
 
 	actor     *native.Model
 	actorOpt  *native.AdamW
@@ -47,8 +57,8 @@ var _ Learner = (*nativeLearner)(nil)
 // newNativeLearner starts a learner from the starting actor (warm-started,
 // loaded or fresh): a fresh critic when the estimator needs one, and a frozen
 // copy of the actor as reference when a KL term needs one.
-func newNativeLearner(cfg Config, actor *native.Model, tok *tokenizer.Tokenizer) (*nativeLearner, error) {
-	l := &nativeLearner{algo: cfg.Algo, tok: tok, actor: actor,
+func newNativeLearner(cfg Config, actor *native.Model, tok *tokenizer.Tokenizer, hf local.HFFiles) (*nativeLearner, error) {
+	l := &nativeLearner{algo: cfg.Algo, tok: tok, hf: hf, actor: actor,
 		actorOpt: native.NewAdamW(actor, 0.9, 0.999, 1e-8, float32(cfg.Algo.WeightDecay))}
 	if cfg.Algo.UsesCritic() {
 		cc := actor.Config()
@@ -69,20 +79,12 @@ func newNativeLearner(cfg Config, actor *native.Model, tok *tokenizer.Tokenizer)
 // configuration decides what must be there: a critic for estimators with
 // a value function, a reference for KL terms.
 func loadNativeLearner(cfg Config, dir string) (*nativeLearner, error) {
-	ck, err := native.LoadCheckpoint(dir)
+	l, err := loadActor(cfg, dir)
 	if err != nil {
 		return nil, err
 	}
-	if ck.Optimizer == nil {
-		return nil, fmt.Errorf("%s: no optimizer state", dir)
-	}
-	tok, err := tokenizerFromExtra(ck.Extra)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
 	// Weight decay is a setting of this run, not state.
-	ck.Optimizer.WeightDecay = float32(cfg.Algo.WeightDecay)
-	l := &nativeLearner{algo: cfg.Algo, tok: tok, actor: ck.Model, actorOpt: ck.Optimizer}
+	l.actorOpt.WeightDecay = float32(cfg.Algo.WeightDecay)
 	if cfg.Algo.UsesCritic() {
 		cck, err := native.LoadCheckpoint(filepath.Join(dir, criticDir))
 		if err != nil {
@@ -104,10 +106,57 @@ func loadNativeLearner(cfg Config, dir string) (*nativeLearner, error) {
 	return l, l.initPolicy(cfg)
 }
 
+// loadActor reads the actor, its optimizer state and its text side from
+// a checkpoint in either layout.
+func loadActor(cfg Config, dir string) (*nativeLearner, error) {
+	if local.IsHFDir(dir) {
+		// The context is model.max_seq again, as when the run started
+		// from model.init: the directory keeps the source's
+		// max_position_embeddings.
+		model, files, err := local.ReadHF(dir, cfg.Model.MaxSeq)
+		if err != nil {
+			return nil, err
+		}
+		opt, err := native.LoadOptimizer(dir, model)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no optimizer state", dir)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &nativeLearner{algo: cfg.Algo, hf: files, actor: model, actorOpt: opt}, nil
+	}
+	ck, err := native.LoadCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	if ck.Optimizer == nil {
+		return nil, fmt.Errorf("%s: no optimizer state", dir)
+	}
+	tok, err := tokenizerFromExtra(ck.Extra)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return &nativeLearner{algo: cfg.Algo, tok: tok, actor: ck.Model, actorOpt: ck.Optimizer}, nil
+}
+
 func (l *nativeLearner) initPolicy(cfg Config) error {
-	pol, err := local.New(cfg.Env.Name, l.actor, l.tok)
-	l.pol = pol
+	var err error
+	if l.hf != nil {
+		l.pol, err = local.NewHF(cfg.Env.Name, l.actor, l.hf)
+	} else {
+		l.pol, err = local.New(cfg.Env.Name, l.actor, l.tok)
+	}
 	return err
+}
+
+// tokenizerBytes is what identifies the actor's tokenizer: the agentrl
+// tokenizer's file, or the Hugging Face tokenizer.json.
+func (l *nativeLearner) tokenizerBytes() ([]byte, error) {
+	if l.hf != nil {
+		return l.hf[local.TokenizerFile], nil
+	}
+	return tokenizerJSON(l.tok)
 }
 
 // Policy implements Learner: the actor, in process.
@@ -119,7 +168,7 @@ func (l *nativeLearner) Model() ModelInfo {
 	if raw, err := json.Marshal(l.actor.Config()); err == nil {
 		json.Unmarshal(raw, &info.Config)
 	}
-	if tj, err := tokenizerJSON(l.tok); err == nil {
+	if tj, err := l.tokenizerBytes(); err == nil {
 		sum := sha256.Sum256(tj)
 		info.TokenizerSHA256 = hex.EncodeToString(sum[:])
 	}
@@ -128,12 +177,21 @@ func (l *nativeLearner) Model() ModelInfo {
 
 // Save implements Learner.
 func (l *nativeLearner) Save(_ context.Context, dir string) error {
-	tok, err := tokenizerJSON(l.tok)
-	if err != nil {
-		return err
-	}
-	if err := native.WriteCheckpoint(dir, l.actor, l.actorOpt, map[string][]byte{tokenizerFile: tok}); err != nil {
-		return err
+	if l.hf != nil {
+		if err := local.WriteHF(dir, l.actor, l.hf); err != nil {
+			return err
+		}
+		if err := native.WriteOptimizer(dir, l.actor, l.actorOpt); err != nil {
+			return err
+		}
+	} else {
+		tok, err := tokenizerJSON(l.tok)
+		if err != nil {
+			return err
+		}
+		if err := native.WriteCheckpoint(dir, l.actor, l.actorOpt, map[string][]byte{tokenizerFile: tok}); err != nil {
+			return err
+		}
 	}
 	if l.critic != nil {
 		if err := native.WriteCheckpoint(filepath.Join(dir, criticDir), l.critic, l.criticOpt, nil); err != nil {

@@ -232,7 +232,7 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 		if !ws.cached {
 			s.warmStartTime = t.now().Sub(began)
 		}
-		if s.learner, err = newNativeLearner(c, ws.model, ws.tok); err != nil {
+		if s.learner, err = newNativeLearner(c, ws.model, ws.tok, ws.hf); err != nil {
 			return nil, err
 		}
 		s.state = t.newState()

@@ -15,10 +15,12 @@ import (
 // stored as an extra file of native.SaveCheckpoint.
 const TokenizerFile = "tokenizer.json"
 
-// LoadCheckpoint loads the native checkpoint in dir (written by
-// native.SaveCheckpoint with the tokenizer as the extra file TokenizerFile)
-// and wraps it as a Policy named after the directory. The optimizer state,
-// if any, is ignored.
+// LoadCheckpoint loads the checkpoint in dir and wraps it as a Policy named
+// after the directory: a Hugging Face model directory (see IsHFDir and
+// LoadHF, with the context of its max_position_embeddings), or a native
+// checkpoint (written by native.SaveCheckpoint with the agentrl tokenizer
+// as the extra file TokenizerFile). The optimizer state, if any, is
+// ignored.
 func LoadCheckpoint(dir string) (*Policy, error) {
 	return LoadCheckpointNamed(dir, "")
 }
@@ -34,6 +36,9 @@ func LoadCheckpointNamed(dir, name string) (*Policy, error) {
 		return nil, fmt.Errorf("local: checkpoint: %w", err)
 	case !st.IsDir():
 		return nil, fmt.Errorf("local: checkpoint %s is not a directory", dir)
+	}
+	if IsHFDir(dir) {
+		return LoadHF(dir, name, 0)
 	}
 	ck, err := native.LoadCheckpoint(dir)
 	if err != nil {

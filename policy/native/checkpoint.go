@@ -75,22 +75,11 @@ func WriteCheckpoint(dir string, m *Model, opt *AdamW, extra map[string][]byte) 
 	}
 	files[WeightsFile] = buf.Bytes()
 	if opt != nil {
-		if len(opt.m) != m.NumParams() {
-			return fmt.Errorf("native: checkpoint: optimizer has state for %d parameters, model has %d", len(opt.m), m.NumParams())
-		}
-		var ob bytes.Buffer
-		tensors := append(m.namedTensors("exp_avg.", opt.m), m.namedTensors("exp_avg_sq.", opt.v)...)
-		meta := map[string]string{
-			"step":         strconv.Itoa(opt.step),
-			"beta1":        fmtFloat(opt.Beta1),
-			"beta2":        fmtFloat(opt.Beta2),
-			"eps":          fmtFloat(opt.Eps),
-			"weight_decay": fmtFloat(opt.WeightDecay),
-		}
-		if err := WriteSafetensors(&ob, tensors, meta); err != nil {
+		ob, err := encodeOptimizer(m, opt)
+		if err != nil {
 			return err
 		}
-		files[OptimizerFile] = ob.Bytes()
+		files[OptimizerFile] = ob
 	}
 	for name, data := range extra {
 		files[name] = data
@@ -101,6 +90,88 @@ func WriteCheckpoint(dir string, m *Model, opt *AdamW, extra map[string][]byte) 
 		}
 	}
 	return nil
+}
+
+// WriteOptimizer writes opt, the AdamW state of m, as OptimizerFile in dir
+// (created if needed), fsynced. It is for checkpoints whose weights are
+// stored in another layout (a Hugging Face directory written by SaveHF):
+// the optimizer state stays in the native layout beside them.
+func WriteOptimizer(dir string, m *Model, opt *AdamW) error {
+	data, err := encodeOptimizer(m, opt)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("native: checkpoint: %w", err)
+	}
+	return writeSynced(filepath.Join(dir, OptimizerFile), data)
+}
+
+// LoadOptimizer reads the OptimizerFile in dir, written for m by
+// WriteCheckpoint or WriteOptimizer. A missing file is an error that wraps
+// fs.ErrNotExist.
+func LoadOptimizer(dir string, m *Model) (*AdamW, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, OptimizerFile))
+	if err != nil {
+		return nil, fmt.Errorf("native: checkpoint: %w", err)
+	}
+	return decodeOptimizer(m, raw)
+}
+
+// encodeOptimizer returns the safetensors file of opt: the moments under
+// the names of m's tensors prefixed exp_avg. and exp_avg_sq., and the
+// scalars as metadata.
+func encodeOptimizer(m *Model, opt *AdamW) ([]byte, error) {
+	if len(opt.m) != m.NumParams() {
+		return nil, fmt.Errorf("native: checkpoint: optimizer has state for %d parameters, model has %d", len(opt.m), m.NumParams())
+	}
+	var ob bytes.Buffer
+	tensors := append(m.namedTensors("exp_avg.", opt.m), m.namedTensors("exp_avg_sq.", opt.v)...)
+	meta := map[string]string{
+		"step":         strconv.Itoa(opt.step),
+		"beta1":        fmtFloat(opt.Beta1),
+		"beta2":        fmtFloat(opt.Beta2),
+		"eps":          fmtFloat(opt.Eps),
+		"weight_decay": fmtFloat(opt.WeightDecay),
+	}
+	if err := WriteSafetensors(&ob, tensors, meta); err != nil {
+		return nil, err
+	}
+	return ob.Bytes(), nil
+}
+
+// decodeOptimizer reads a file encodeOptimizer wrote for m.
+func decodeOptimizer(m *Model, raw []byte) (*AdamW, error) {
+	tensors, meta, err := ReadSafetensors(raw)
+	if err != nil {
+		return nil, fmt.Errorf("native: checkpoint: %s: %w", OptimizerFile, err)
+	}
+	opt := &AdamW{m: make([]float32, m.NumParams()), v: make([]float32, m.NumParams())}
+	var mt, vt []NamedTensor
+	for _, t := range tensors {
+		if strings.HasPrefix(t.Name, "exp_avg_sq.") {
+			vt = append(vt, t)
+		} else {
+			mt = append(mt, t)
+		}
+	}
+	if err := m.loadTensors(OptimizerFile, "exp_avg.", mt, opt.m); err != nil {
+		return nil, err
+	}
+	if err := m.loadTensors(OptimizerFile, "exp_avg_sq.", vt, opt.v); err != nil {
+		return nil, err
+	}
+	if opt.step, err = strconv.Atoi(meta["step"]); err != nil || opt.step < 0 {
+		return nil, fmt.Errorf("native: checkpoint: %s: bad step %q", OptimizerFile, meta["step"])
+	}
+	for key, dst := range map[string]*float32{"beta1": &opt.Beta1, "beta2": &opt.Beta2, "eps": &opt.Eps, "weight_decay": &opt.WeightDecay} {
+		x, err := strconv.ParseFloat(meta[key], 32)
+		if err != nil {
+			return nil, fmt.Errorf("native: checkpoint: %s: bad %s %q", OptimizerFile, key, meta[key])
+		}
+		*dst = float32(x)
+	}
+	return opt, nil
 }
 
 func fmtFloat(x float32) string { return strconv.FormatFloat(float64(x), 'g', -1, 32) }
@@ -191,36 +262,9 @@ func LoadCheckpoint(dir string) (*Checkpoint, error) {
 	case err != nil:
 		return nil, fmt.Errorf("native: checkpoint: %w", err)
 	default:
-		tensors, meta, err := ReadSafetensors(raw)
-		if err != nil {
-			return nil, fmt.Errorf("native: checkpoint: %s: %w", OptimizerFile, err)
-		}
-		opt := &AdamW{m: make([]float32, m.NumParams()), v: make([]float32, m.NumParams())}
-		var mt, vt []NamedTensor
-		for _, t := range tensors {
-			if strings.HasPrefix(t.Name, "exp_avg_sq.") {
-				vt = append(vt, t)
-			} else {
-				mt = append(mt, t)
-			}
-		}
-		if err := m.loadTensors(OptimizerFile, "exp_avg.", mt, opt.m); err != nil {
+		if ck.Optimizer, err = decodeOptimizer(m, raw); err != nil {
 			return nil, err
 		}
-		if err := m.loadTensors(OptimizerFile, "exp_avg_sq.", vt, opt.v); err != nil {
-			return nil, err
-		}
-		if opt.step, err = strconv.Atoi(meta["step"]); err != nil || opt.step < 0 {
-			return nil, fmt.Errorf("native: checkpoint: %s: bad step %q", OptimizerFile, meta["step"])
-		}
-		for key, dst := range map[string]*float32{"beta1": &opt.Beta1, "beta2": &opt.Beta2, "eps": &opt.Eps, "weight_decay": &opt.WeightDecay} {
-			x, err := strconv.ParseFloat(meta[key], 32)
-			if err != nil {
-				return nil, fmt.Errorf("native: checkpoint: %s: bad %s %q", OptimizerFile, key, meta[key])
-			}
-			*dst = float32(x)
-		}
-		ck.Optimizer = opt
 	}
 
 	entries, err := os.ReadDir(dir)

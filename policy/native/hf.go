@@ -117,6 +117,12 @@ func LoadHF(dir string, maxSeq int) (*Model, error) {
 	return m, nil
 }
 
+// hfArchitectures are the config.json architectures LoadHF converts: the
+// causal language models of the supported model types. Any other head (a
+// classifier, a reward model) has tensors the native model lacks, and is
+// named in the error rather than reported as an unexpected tensor.
+var hfArchitectures = []string{"Qwen2ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"}
+
 // native converts the Hugging Face configuration.
 func (hc hfConfig) native(maxSeq int) (Config, error) {
 	cfg := Config{
@@ -131,6 +137,11 @@ func (hc hfConfig) native(maxSeq int) (Config, error) {
 		cfg.QKVBias = hc.AttentionBias != nil && *hc.AttentionBias
 	default:
 		return Config{}, fmt.Errorf("native: hf: model_type %q is not supported (want qwen2, llama or mistral)", hc.ModelType)
+	}
+	for _, a := range hc.Architectures {
+		if !slices.Contains(hfArchitectures, a) {
+			return Config{}, fmt.Errorf("native: hf: architecture %q is not supported (want one of %s)", a, strings.Join(hfArchitectures, ", "))
+		}
 	}
 	if hc.HiddenAct != "" && hc.HiddenAct != "silu" {
 		return Config{}, fmt.Errorf("native: hf: hidden_act %q is not supported (want silu)", hc.HiddenAct)
