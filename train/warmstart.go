@@ -60,6 +60,8 @@ func (t *Trainer) warmStartKey(demos []rollout.Trajectory) (string, error) {
 			return "", err
 		}
 	}
+	// The warm start trains every weight; adapters come after it.
+	deletePrefix(flat, loraPrefix)
 	h := sha256.New()
 	fmt.Fprintf(h, "v4|env=%s|seed=%d\n", c.Env.Name, c.Run.Seed)
 	for _, k := range slices.Sorted(maps.Keys(flat)) {

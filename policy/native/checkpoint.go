@@ -60,6 +60,9 @@ func WriteCheckpoint(dir string, m *Model, opt *AdamW, extra map[string][]byte) 
 	if err := checkExtraNames(extra); err != nil {
 		return err
 	}
+	if m.lora != nil {
+		return errLoRACheckpoint
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("native: checkpoint: %w", err)
 	}
@@ -69,7 +72,7 @@ func WriteCheckpoint(dir string, m *Model, opt *AdamW, extra map[string][]byte) 
 	}
 	files := map[string][]byte{ConfigFile: append(cfg, '\n')}
 	var buf bytes.Buffer
-	if err := WriteSafetensors(&buf, m.namedTensors("", m.params),
+	if err := WriteSafetensors(&buf, namedTensors(m.tensors, "", m.params),
 		map[string]string{"format": "agentrl-native", "layout": "linear weights are [in, out]; y = x·W"}); err != nil {
 		return err
 	}
@@ -92,10 +95,17 @@ func WriteCheckpoint(dir string, m *Model, opt *AdamW, extra map[string][]byte) 
 	return nil
 }
 
+// errLoRACheckpoint refuses to write a model with adapters as a full
+// checkpoint, which would store the base without them.
+var errLoRACheckpoint = errors.New("native: checkpoint: the model has LoRA adapters: save them with SavePEFT " +
+	"(the base model is unchanged), or MergeLoRA first")
+
 // WriteOptimizer writes opt, the AdamW state of m, as OptimizerFile in dir
 // (created if needed), fsynced. It is for checkpoints whose weights are
-// stored in another layout (a Hugging Face directory written by SaveHF):
-// the optimizer state stays in the native layout beside them.
+// stored in another layout (a Hugging Face directory written by SaveHF,
+// adapters written by SavePEFT): the optimizer state stays in the native
+// layout beside them, under the names of the trained tensors (the
+// adapters' PEFT names for a model with adapters).
 func WriteOptimizer(dir string, m *Model, opt *AdamW) error {
 	data, err := encodeOptimizer(m, opt)
 	if err != nil {
@@ -108,8 +118,9 @@ func WriteOptimizer(dir string, m *Model, opt *AdamW) error {
 }
 
 // LoadOptimizer reads the OptimizerFile in dir, written for m by
-// WriteCheckpoint or WriteOptimizer. A missing file is an error that wraps
-// fs.ErrNotExist.
+// WriteCheckpoint or WriteOptimizer; for a model with adapters, the
+// adapters must be those it was written for. A missing file is an error
+// that wraps fs.ErrNotExist.
 func LoadOptimizer(dir string, m *Model) (*AdamW, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, OptimizerFile))
 	if err != nil {
@@ -119,14 +130,15 @@ func LoadOptimizer(dir string, m *Model) (*AdamW, error) {
 }
 
 // encodeOptimizer returns the safetensors file of opt: the moments under
-// the names of m's tensors prefixed exp_avg. and exp_avg_sq., and the
-// scalars as metadata.
+// the names of m's trained tensors prefixed exp_avg. and exp_avg_sq., and
+// the scalars as metadata.
 func encodeOptimizer(m *Model, opt *AdamW) ([]byte, error) {
-	if len(opt.m) != m.NumParams() {
-		return nil, fmt.Errorf("native: checkpoint: optimizer has state for %d parameters, model has %d", len(opt.m), m.NumParams())
+	_, _, ts := m.trainable()
+	if len(opt.m) != m.NumTrainable() {
+		return nil, fmt.Errorf("native: checkpoint: optimizer has state for %d parameters, model trains %d", len(opt.m), m.NumTrainable())
 	}
 	var ob bytes.Buffer
-	tensors := append(m.namedTensors("exp_avg.", opt.m), m.namedTensors("exp_avg_sq.", opt.v)...)
+	tensors := append(namedTensors(ts, "exp_avg.", opt.m), namedTensors(ts, "exp_avg_sq.", opt.v)...)
 	meta := map[string]string{
 		"step":         strconv.Itoa(opt.step),
 		"beta1":        fmtFloat(opt.Beta1),
@@ -146,7 +158,8 @@ func decodeOptimizer(m *Model, raw []byte) (*AdamW, error) {
 	if err != nil {
 		return nil, fmt.Errorf("native: checkpoint: %s: %w", OptimizerFile, err)
 	}
-	opt := &AdamW{m: make([]float32, m.NumParams()), v: make([]float32, m.NumParams())}
+	_, _, ts := m.trainable()
+	opt := &AdamW{m: make([]float32, m.NumTrainable()), v: make([]float32, m.NumTrainable())}
 	var mt, vt []NamedTensor
 	for _, t := range tensors {
 		if strings.HasPrefix(t.Name, "exp_avg_sq.") {
@@ -155,10 +168,10 @@ func decodeOptimizer(m *Model, raw []byte) (*AdamW, error) {
 			mt = append(mt, t)
 		}
 	}
-	if err := m.loadTensors(OptimizerFile, "exp_avg.", mt, opt.m); err != nil {
+	if err := loadTensors(ts, OptimizerFile, "exp_avg.", mt, opt.m); err != nil {
 		return nil, err
 	}
-	if err := m.loadTensors(OptimizerFile, "exp_avg_sq.", vt, opt.v); err != nil {
+	if err := loadTensors(ts, OptimizerFile, "exp_avg_sq.", vt, opt.v); err != nil {
 		return nil, err
 	}
 	if opt.step, err = strconv.Atoi(meta["step"]); err != nil || opt.step < 0 {
@@ -194,23 +207,24 @@ func writeSynced(path string, data []byte) error {
 	return nil
 }
 
-// namedTensors returns views of flat (laid out like Params) as named tensors.
-func (m *Model) namedTensors(prefix string, flat []float32) []NamedTensor {
-	out := make([]NamedTensor, len(m.tensors))
-	for i, t := range m.tensors {
+// namedTensors returns views of flat (laid out as ts describes) as named
+// tensors.
+func namedTensors(ts []TensorInfo, prefix string, flat []float32) []NamedTensor {
+	out := make([]NamedTensor, len(ts))
+	for i, t := range ts {
 		out[i] = NamedTensor{Name: prefix + t.Name, Shape: t.Shape, Data: flat[t.Offset : t.Offset+t.Size]}
 	}
 	return out
 }
 
-// loadTensors copies tensors into flat (laid out like Params), requiring
-// exactly the model's tensor set with matching shapes.
-func (m *Model) loadTensors(file, prefix string, tensors []NamedTensor, flat []float32) error {
+// loadTensors copies tensors into flat (laid out as ts describes),
+// requiring exactly the tensor set ts with matching shapes.
+func loadTensors(ts []TensorInfo, file, prefix string, tensors []NamedTensor, flat []float32) error {
 	byName := make(map[string]NamedTensor, len(tensors))
 	for _, t := range tensors {
 		byName[t.Name] = t
 	}
-	for _, t := range m.tensors {
+	for _, t := range ts {
 		got, ok := byName[prefix+t.Name]
 		if !ok {
 			return fmt.Errorf("native: checkpoint: %s has no tensor %q", file, prefix+t.Name)
@@ -251,7 +265,7 @@ func LoadCheckpoint(dir string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("native: checkpoint: %s: %w", WeightsFile, err)
 	}
-	if err := m.loadTensors(WeightsFile, "", tensors, m.params); err != nil {
+	if err := loadTensors(m.tensors, WeightsFile, "", tensors, m.params); err != nil {
 		return nil, err
 	}
 	ck := &Checkpoint{Model: m, Extra: map[string][]byte{}}

@@ -233,9 +233,13 @@ func (m *Model) hfParts() []hfPart {
 
 // SaveHF writes the model as a Hugging Face checkpoint (config.json and a
 // float32 model.safetensors) into dir, as model_type "qwen2" when it has QKV
-// biases and "llama" otherwise. A value head is not exported. The files are
-// written in place; the tokenizer files are the caller's.
+// biases and "llama" otherwise. A value head is not exported, and a model
+// with adapters is refused (SavePEFT writes them). The files are written in
+// place; the tokenizer files are the caller's.
 func SaveHF(dir string, m *Model) error {
+	if m.lora != nil {
+		return errLoRACheckpoint
+	}
 	c := m.cfg
 	hc := hfConfig{
 		HiddenSize: c.DModel, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads,
