@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/agentrl/agentrl/algos"
 	"github.com/agentrl/agentrl/internal/yamlpath"
+	"github.com/agentrl/agentrl/policy/native"
 	"github.com/agentrl/agentrl/rollout"
 )
 
@@ -93,8 +96,42 @@ type ModelConfig struct {
 	// episodes of the environment).
 	VocabSize int `yaml:"vocab_size"`
 	// Init, when set, starts from this checkpoint directory instead of a
-	// fresh (or warm-started) model.
+	// fresh (or warm-started) model, and skips the warm start: a native
+	// checkpoint, or a Hugging Face model directory (Llama, Mistral or
+	// Qwen2; see local.IsHFDir), trained in full with its own tokenizer
+	// and chat template. The other model keys then do not apply, except
+	// MaxSeq, which bounds a Hugging Face model's context, and LoRA.
 	Init string `yaml:"init"`
+	// LoRA, with a positive rank, trains low-rank adapters on the actor
+	// (the starting model: model.init, the warm start or a fresh model)
+	// instead of every weight.
+	LoRA LoRAConfig `yaml:"lora"`
+}
+
+// LoRAConfig trains the actor's LoRA adapters (policy/native's LoRA, as
+// PEFT defines them) while its weights stay frozen. The critic, if any,
+// trains in full.
+type LoRAConfig struct {
+	// Rank is the adapters' rank r; 0, the default, trains every weight
+	// instead.
+	Rank int `yaml:"rank"`
+	// Alpha scales the adapters' output by alpha/rank (PEFT's lora_alpha).
+	Alpha float64 `yaml:"alpha"`
+	// Dropout is PEFT's lora_dropout; only 0 is supported.
+	Dropout float64 `yaml:"dropout"`
+	// Targets are the adapted projections by PEFT's module names: some of
+	// q_proj, k_proj, v_proj, o_proj, gate_proj, up_proj, down_proj.
+	Targets []string `yaml:"targets"`
+}
+
+// Enabled reports whether the run trains adapters.
+func (c LoRAConfig) Enabled() bool { return c.Rank > 0 }
+
+// native returns the adapters' configuration, their initialisation seeded
+// by the run's seed.
+func (c LoRAConfig) native(runSeed uint64) native.LoRAConfig {
+	// The critic's initialisation uses runSeed+1.
+	return native.LoRAConfig{Rank: c.Rank, Alpha: c.Alpha, Dropout: c.Dropout, Targets: slices.Clone(c.Targets), Seed: runSeed + 2}
 }
 
 // AlgoConfig is the learner: a preset (PPO, DAPO, GRPO, DrGRPO) whose
@@ -231,7 +268,8 @@ func Default() Config {
 			TrainSeedBase: 10000, TranscriptsEvery: 10, NaNStopStreak: 3},
 		Env:     EnvConfig{Name: "sokoban"},
 		Rollout: ro,
-		Model:   ModelConfig{DModel: 64, Layers: 2, Heads: 4, KVHeads: 4, DFF: 192, MaxSeq: 768, VocabSize: 512},
+		Model: ModelConfig{DModel: 64, Layers: 2, Heads: 4, KVHeads: 4, DFF: 192, MaxSeq: 768, VocabSize: 512,
+			LoRA: LoRAConfig{Rank: 0, Alpha: 16, Targets: native.LoRATargets()}},
 		Algo: AlgoConfig{PresetName: "GRPO", Preset: algos.PresetGRPO(), LR: 5e-4, CriticLR: 5e-4, WarmupSteps: 0,
 			WeightDecay: 0, GradClip: 1, Epochs: 1, MiniBatch: 64},
 		Filter:   FilterConfig{FilterConfig: algos.RecommendedFilterConfig(), EmptyStopSteps: 5, MaxSampleRounds: 3},
@@ -343,6 +381,7 @@ func (c *Config) Validate() error {
 	check(c.Model.DFF >= 1, "model.d_ff: must be at least 1, got %d", c.Model.DFF)
 	check(c.Model.MaxSeq >= 64, "model.max_seq: must be at least 64, got %d", c.Model.MaxSeq)
 	check(c.Model.VocabSize >= 267, "model.vocab_size: must be at least 267 (bytes and special tokens), got %d", c.Model.VocabSize)
+	errs = append(errs, c.Model.LoRA.validate()...)
 	if err := c.Algo.Preset.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("algo: %w", err))
 	}
@@ -389,6 +428,36 @@ func (c *Config) Validate() error {
 	check(c.Analysis.GradientEvery >= 0, "analysis.gradient_every: must be >= 0 (0: never), got %d", c.Analysis.GradientEvery)
 	check(c.Analysis.GradientBuckets >= 1, "analysis.gradient_buckets: must be at least 1, got %d", c.Analysis.GradientBuckets)
 	return errors.Join(errs...)
+}
+
+// validate checks model.lora (with a positive rank; its other keys are
+// ignored otherwise).
+func (c LoRAConfig) validate() []error {
+	if c.Rank < 0 {
+		return []error{fmt.Errorf("model.lora.rank: must be >= 0 (0: train every weight), got %d", c.Rank)}
+	}
+	if !c.Enabled() {
+		return nil
+	}
+	var errs []error
+	if !(c.Alpha > 0) || math.IsInf(c.Alpha, 0) {
+		errs = append(errs, fmt.Errorf("model.lora.alpha: must be positive, got %v", c.Alpha))
+	}
+	if c.Dropout != 0 {
+		errs = append(errs, fmt.Errorf("model.lora.dropout: only 0 is supported, got %v", c.Dropout))
+	}
+	if len(c.Targets) == 0 {
+		errs = append(errs, errors.New("model.lora.targets: name at least one module"))
+	}
+	for i, t := range c.Targets {
+		switch {
+		case !slices.Contains(native.LoRATargets(), t):
+			errs = append(errs, fmt.Errorf("model.lora.targets: unknown module %q (want some of %s)", t, strings.Join(native.LoRATargets(), ", ")))
+		case slices.Contains(c.Targets[:i], t):
+			errs = append(errs, fmt.Errorf("model.lora.targets: %q is listed twice", t))
+		}
+	}
+	return errs
 }
 
 // YAML renders the resolved configuration, as `-dry-run` prints it and as

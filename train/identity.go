@@ -107,6 +107,11 @@ func (t *Trainer) identity() (runIdentity, error) {
 	for _, k := range inactiveAlgoKeys(c.Algo.Preset, c.Filter.FilterConfig) {
 		delete(flat, k)
 	}
+	if !c.Model.LoRA.Enabled() {
+		// Without adapters their settings change nothing, and runs
+		// recorded before they existed still match.
+		deletePrefix(flat, loraPrefix)
+	}
 	id := runIdentity{Format: identityFormat, Env: c.Env.Name, Config: map[string]string{}}
 	for k, v := range flat {
 		if notIdentity[k] {
@@ -125,6 +130,18 @@ func (t *Trainer) identity() (runIdentity, error) {
 	}
 	id.ConfigHash = hex.EncodeToString(h.Sum(nil))
 	return id, nil
+}
+
+// loraPrefix is the prefix of model.lora's keys.
+const loraPrefix = "model.lora."
+
+// deletePrefix removes the keys that start with prefix.
+func deletePrefix(flat map[string]string, prefix string) {
+	for k := range flat {
+		if strings.HasPrefix(k, prefix) {
+			delete(flat, k)
+		}
+	}
 }
 
 // flattenYAML writes the leaves of v's YAML form as dotted keys under

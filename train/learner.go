@@ -85,6 +85,16 @@ type ModelInfo struct {
 	Config          map[string]any `json:"config"` // the architecture, as the backend describes it
 	Params          int            `json:"params"`
 	TokenizerSHA256 string         `json:"tokenizer_sha256"`
+	// LoRA describes the adapters when the run trains them (model.lora).
+	LoRA *LoRAInfo `json:"lora,omitempty"`
+}
+
+// LoRAInfo describes the trained adapters of a run.
+type LoRAInfo struct {
+	Rank            int      `json:"rank"`
+	Alpha           float64  `json:"alpha"`
+	Targets         []string `json:"targets"`
+	TrainableParams int      `json:"trainable_params"`
 }
 
 // errNonFinite marks a mini-batch whose loss inputs or loss are not finite:

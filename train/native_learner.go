@@ -3,11 +3,13 @@ package train
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -21,35 +23,98 @@ import (
 
 // Directories of a native learner's checkpoint besides the actor's files,
 // which sit at the top so that the checkpoint loads as a policy on its own
-// (trainer eval, trainer serve).
+// (trainer eval, trainer serve). The actor is a native checkpoint with the
+// agentrl tokenizer, or, for a model that came from a Hugging Face
+// directory (model.init), a Hugging Face directory again (local.WriteHF:
+// float32 weights and the source's config and tokenizer files) with the
+// optimizer state beside it in the native layout, so that transformers
+// and vLLM load the trained model as they loaded the original. The critic
+// and the reference are native checkpoints either way.
+//
+// A run that trains adapters (model.lora) checkpoints the adapters instead
+// of the actor's weights, which stay those of the base model it started
+// from: adapterDir holds them as a PEFT LoRA adapter (adapter_config.json,
+// whose base_model_name_or_path is the base model's directory, and
+// adapter_model.safetensors), optimizer.safetensors beside it their AdamW
+// state, and baseFile identifies the base model, which a resumed run
+// rebuilds as the run started (model.init, the warm start or its cache, or
+// a fresh model) and checks against it. There is no reference: the KL
+// reference is the base model (ForwardBase).
 const (
 	criticDir    = "critic"
 	referenceDir = "reference"
+	adapterDir   = "adapter"
+	baseFile     = "base.json"
 )
+
+// loraBase identifies the frozen base model of a run that trains adapters.
+type loraBase struct {
+	// Dir is the base model's directory (absolute): model.init or the
+	// warm-start cache; empty for a fresh model.
+	Dir string `json:"dir"`
+	// ParamsSHA256 is the SHA-256 of the base weights (float32,
+	// little-endian, in the native layout).
+	ParamsSHA256 string `json:"params_sha256"`
+}
+
+// paramsSHA256 hashes a model's weights (base weights only).
+func paramsSHA256(m *native.Model) string {
+	h := sha256.New()
+	buf := make([]byte, 0, 1<<16)
+	for _, x := range m.Params() {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
+		if len(buf) == cap(buf) {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	h.Write(buf)
+	return hex.EncodeToString(h.Sum(nil))
+}
 
 // nativeLearner is the in-process Learner over the embedded Go
 // transformer: the actor and optional critic train with AdamW, the
 // reference is a frozen copy of the starting actor.
 type nativeLearner struct {
 	algo AlgoConfig
-	tok  *tokenizer.Tokenizer
-	pol  *local.Policy
+	// tok is the agentrl tokenizer, or nil for an actor from a Hugging
+	// Face directory, whose files (tokenizer, chat template, config) are
+	// hf.
+	tok *tokenizer.Tokenizer
+	hf  local.HFFiles
+	pol *local.Policy
 
 	actor     *native.Model
 	actorOpt  *native.AdamW
 	critic    *native.Model // nil without a critic
 	criticOpt *native.AdamW
-	ref       *native.Model // nil without a KL term
+	ref       *native.Model // nil without a KL term, or with adapters
+	// base is set when the actor trains adapters; refBase when the KL
+	// reference is then the actor's base model.
+	base    *loraBase
+	refBase bool
 }
 
 var _ Learner = (*nativeLearner)(nil)
 
 // newNativeLearner starts a learner from the starting actor (warm-started,
-// loaded or fresh): a fresh critic when the estimator needs one, and a frozen
-// copy of the actor as reference when a KL term needs one.
-func newNativeLearner(cfg Config, actor *native.Model, tok *tokenizer.Tokenizer) (*nativeLearner, error) {
-	l := &nativeLearner{algo: cfg.Algo, tok: tok, actor: actor,
-		actorOpt: native.NewAdamW(actor, 0.9, 0.999, 1e-8, float32(cfg.Algo.WeightDecay))}
+// loaded or fresh; baseDir is its directory, if it has one): adapters on it
+// with model.lora, a fresh critic when the estimator needs one, and a
+// frozen copy of the actor as reference when a KL term needs one (with
+// adapters, the base model itself).
+func newNativeLearner(cfg Config, actor *native.Model, tok *tokenizer.Tokenizer, hf local.HFFiles, baseDir string) (*nativeLearner, error) {
+	l := &nativeLearner{algo: cfg.Algo, tok: tok, hf: hf, actor: actor}
+	if cfg.Model.LoRA.Enabled() {
+		base, err := newLoRABase(actor, baseDir)
+		if err != nil {
+			return nil, err
+		}
+		if err := actor.EnableLoRA(cfg.Model.LoRA.native(cfg.Run.Seed)); err != nil {
+			return nil, fmt.Errorf("model.lora: %w", err)
+		}
+		l.base, l.refBase = base, cfg.needsReference()
+	}
+	l.actorOpt = native.NewAdamW(actor, 0.9, 0.999, 1e-8, float32(cfg.Algo.WeightDecay))
 	if cfg.Algo.UsesCritic() {
 		cc := actor.Config()
 		cc.ValueHead = true
@@ -59,30 +124,41 @@ func newNativeLearner(cfg Config, actor *native.Model, tok *tokenizer.Tokenizer)
 		}
 		l.criticOpt = native.NewAdamW(l.critic, 0.9, 0.999, 1e-8, float32(cfg.Algo.WeightDecay))
 	}
-	if cfg.needsReference() {
+	if cfg.needsReference() && !l.refBase {
 		l.ref = actor.Clone()
 	}
 	return l, l.initPolicy(cfg)
 }
 
+// newLoRABase identifies the base model of a run that trains adapters.
+func newLoRABase(m *native.Model, dir string) (*loraBase, error) {
+	if dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, err
+		}
+		dir = abs
+	}
+	return &loraBase{Dir: dir, ParamsSHA256: paramsSHA256(m)}, nil
+}
+
 // loadNativeLearner restores a learner from a directory Save wrote. The
 // configuration decides what must be there: a critic for estimators with
-// a value function, a reference for KL terms.
-func loadNativeLearner(cfg Config, dir string) (*nativeLearner, error) {
-	ck, err := native.LoadCheckpoint(dir)
+// a value function, a reference for KL terms; with model.lora, the
+// adapters, over ws, the base model rebuilt as the run started.
+func loadNativeLearner(cfg Config, dir string, ws *warmStartResult) (*nativeLearner, error) {
+	var l *nativeLearner
+	var err error
+	if cfg.Model.LoRA.Enabled() {
+		l, err = loadAdapters(cfg, dir, ws)
+	} else {
+		l, err = loadActor(cfg, dir)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if ck.Optimizer == nil {
-		return nil, fmt.Errorf("%s: no optimizer state", dir)
-	}
-	tok, err := tokenizerFromExtra(ck.Extra)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
-	}
 	// Weight decay is a setting of this run, not state.
-	ck.Optimizer.WeightDecay = float32(cfg.Algo.WeightDecay)
-	l := &nativeLearner{algo: cfg.Algo, tok: tok, actor: ck.Model, actorOpt: ck.Optimizer}
+	l.actorOpt.WeightDecay = float32(cfg.Algo.WeightDecay)
 	if cfg.Algo.UsesCritic() {
 		cck, err := native.LoadCheckpoint(filepath.Join(dir, criticDir))
 		if err != nil {
@@ -94,7 +170,9 @@ func loadNativeLearner(cfg Config, dir string) (*nativeLearner, error) {
 		cck.Optimizer.WeightDecay = float32(cfg.Algo.WeightDecay)
 		l.critic, l.criticOpt = cck.Model, cck.Optimizer
 	}
-	if cfg.needsReference() {
+	if cfg.needsReference() && l.refBase {
+		// The base model is the reference.
+	} else if cfg.needsReference() {
 		rck, err := native.LoadCheckpoint(filepath.Join(dir, referenceDir))
 		if err != nil {
 			return nil, fmt.Errorf("the KL reference policy: %w", err)
@@ -104,10 +182,96 @@ func loadNativeLearner(cfg Config, dir string) (*nativeLearner, error) {
 	return l, l.initPolicy(cfg)
 }
 
+// loadActor reads the actor, its optimizer state and its text side from
+// a checkpoint in either layout.
+func loadActor(cfg Config, dir string) (*nativeLearner, error) {
+	if local.IsHFDir(dir) {
+		// The context is model.max_seq again, as when the run started
+		// from model.init: the directory keeps the source's
+		// max_position_embeddings.
+		model, files, err := local.ReadHF(dir, cfg.Model.MaxSeq)
+		if err != nil {
+			return nil, err
+		}
+		opt, err := native.LoadOptimizer(dir, model)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no optimizer state", dir)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &nativeLearner{algo: cfg.Algo, hf: files, actor: model, actorOpt: opt}, nil
+	}
+	ck, err := native.LoadCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	if ck.Optimizer == nil {
+		return nil, fmt.Errorf("%s: no optimizer state", dir)
+	}
+	tok, err := tokenizerFromExtra(ck.Extra)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	return &nativeLearner{algo: cfg.Algo, tok: tok, actor: ck.Model, actorOpt: ck.Optimizer}, nil
+}
+
+// loadAdapters restores the actor of a run that trains adapters: the base
+// model ws, checked against the checkpoint's record of it, with the
+// adapters and their optimizer state of the checkpoint.
+func loadAdapters(cfg Config, dir string, ws *warmStartResult) (*nativeLearner, error) {
+	if exists(filepath.Join(dir, native.WeightsFile)) || local.IsHFDir(dir) {
+		return nil, fmt.Errorf("%s: the checkpoint holds a model trained in full, not adapters (model.lora.rank is %d here)", dir, cfg.Model.LoRA.Rank)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, baseFile))
+	if err != nil {
+		return nil, fmt.Errorf("%s: the base model's record: %w", dir, err)
+	}
+	var rec loraBase
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", dir, baseFile, err)
+	}
+	actor := ws.model
+	if got := paramsSHA256(actor); got != rec.ParamsSHA256 {
+		return nil, fmt.Errorf("%s: the base model (%s) is not the one the adapters were trained on "+
+			"(its weights' SHA-256 is %.12s…, the checkpoint's %.12s…): model.init, or the warm start, changed", dir, ws.dir, got, rec.ParamsSHA256)
+	}
+	base, err := newLoRABase(actor, ws.dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := actor.EnableLoRA(cfg.Model.LoRA.native(cfg.Run.Seed)); err != nil {
+		return nil, fmt.Errorf("model.lora: %w", err)
+	}
+	// LoadPEFT requires the checkpoint's adapters to be model.lora's.
+	if err := native.LoadPEFT(filepath.Join(dir, adapterDir), actor); err != nil {
+		return nil, err
+	}
+	opt, err := native.LoadOptimizer(dir, actor)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the adapters' optimizer state: %w", dir, err)
+	}
+	return &nativeLearner{algo: cfg.Algo, tok: ws.tok, hf: ws.hf, actor: actor, actorOpt: opt,
+		base: base, refBase: cfg.needsReference()}, nil
+}
+
 func (l *nativeLearner) initPolicy(cfg Config) error {
-	pol, err := local.New(cfg.Env.Name, l.actor, l.tok)
-	l.pol = pol
+	var err error
+	if l.hf != nil {
+		l.pol, err = local.NewHF(cfg.Env.Name, l.actor, l.hf)
+	} else {
+		l.pol, err = local.New(cfg.Env.Name, l.actor, l.tok)
+	}
 	return err
+}
+
+// tokenizerBytes is what identifies the actor's tokenizer: the agentrl
+// tokenizer's file, or the Hugging Face tokenizer.json.
+func (l *nativeLearner) tokenizerBytes() ([]byte, error) {
+	if l.hf != nil {
+		return l.hf[local.TokenizerFile], nil
+	}
+	return tokenizerJSON(l.tok)
 }
 
 // Policy implements Learner: the actor, in process.
@@ -116,10 +280,14 @@ func (l *nativeLearner) Policy() policy.Policy { return l.pol }
 // Model implements Learner.
 func (l *nativeLearner) Model() ModelInfo {
 	info := ModelInfo{Kind: "native", Params: l.actor.NumParams()}
+	if lo := l.actor.LoRA(); lo != nil {
+		c := lo.Config()
+		info.LoRA = &LoRAInfo{Rank: c.Rank, Alpha: c.Alpha, Targets: c.Targets, TrainableParams: lo.NumParams()}
+	}
 	if raw, err := json.Marshal(l.actor.Config()); err == nil {
 		json.Unmarshal(raw, &info.Config)
 	}
-	if tj, err := tokenizerJSON(l.tok); err == nil {
+	if tj, err := l.tokenizerBytes(); err == nil {
 		sum := sha256.Sum256(tj)
 		info.TokenizerSHA256 = hex.EncodeToString(sum[:])
 	}
@@ -128,12 +296,36 @@ func (l *nativeLearner) Model() ModelInfo {
 
 // Save implements Learner.
 func (l *nativeLearner) Save(_ context.Context, dir string) error {
-	tok, err := tokenizerJSON(l.tok)
-	if err != nil {
-		return err
-	}
-	if err := native.WriteCheckpoint(dir, l.actor, l.actorOpt, map[string][]byte{tokenizerFile: tok}); err != nil {
-		return err
+	switch {
+	case l.base != nil:
+		if err := native.SavePEFT(filepath.Join(dir, adapterDir), l.actor, l.base.Dir); err != nil {
+			return err
+		}
+		if err := native.WriteOptimizer(dir, l.actor, l.actorOpt); err != nil {
+			return err
+		}
+		rec, err := json.MarshalIndent(l.base, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, baseFile), append(rec, '\n'), 0o644); err != nil {
+			return err
+		}
+	case l.hf != nil:
+		if err := local.WriteHF(dir, l.actor, l.hf); err != nil {
+			return err
+		}
+		if err := native.WriteOptimizer(dir, l.actor, l.actorOpt); err != nil {
+			return err
+		}
+	default:
+		tok, err := tokenizerJSON(l.tok)
+		if err != nil {
+			return err
+		}
+		if err := native.WriteCheckpoint(dir, l.actor, l.actorOpt, map[string][]byte{tokenizerFile: tok}); err != nil {
+			return err
+		}
 	}
 	if l.critic != nil {
 		if err := native.WriteCheckpoint(filepath.Join(dir, criticDir), l.critic, l.criticOpt, nil); err != nil {
@@ -157,7 +349,12 @@ func (l *nativeLearner) Prepare(ctx context.Context, seqs *Sequences) error {
 			return fmt.Errorf("critic values: %w", err)
 		}
 	}
-	if l.ref != nil {
+	switch {
+	case l.refBase:
+		if seqs.RefLogProb, err = forwardNoGradWith(ctx, l.actor.ForwardBase, seqs, l.algo.MiniBatch, func(o *native.Outputs) [][]float32 { return o.LogProb }); err != nil {
+			return fmt.Errorf("reference log-probs: %w", err)
+		}
+	case l.ref != nil:
 		if seqs.RefLogProb, err = forwardNoGrad(ctx, l.ref, seqs, l.algo.MiniBatch, func(o *native.Outputs) [][]float32 { return o.LogProb }); err != nil {
 			return fmt.Errorf("reference log-probs: %w", err)
 		}
@@ -361,10 +558,16 @@ func nativeStep(ctx context.Context, m *native.Model, opt *native.AdamW, mb *Seq
 // forwardNoGrad runs a model without gradient and returns one per-token
 // output, in chunks of at most chunk sequences.
 func forwardNoGrad(ctx context.Context, m *native.Model, s *Sequences, chunk int, field func(*native.Outputs) [][]float32) ([][]float64, error) {
+	return forwardNoGradWith(ctx, m.Forward, s, chunk, field)
+}
+
+// forwardNoGradWith is forwardNoGrad through forward (Model.Forward or
+// Model.ForwardBase).
+func forwardNoGradWith(ctx context.Context, forward func(context.Context, native.Batch) (*native.Outputs, error), s *Sequences, chunk int, field func(*native.Outputs) [][]float32) ([][]float64, error) {
 	out := make([][]float64, 0, s.Len())
 	for lo := 0; lo < s.Len(); lo += chunk {
 		hi := min(lo+chunk, s.Len())
-		o, err := m.Forward(ctx, native.Batch{Tokens: s.Tokens[lo:hi], Mask: s.Mask[lo:hi]})
+		o, err := forward(ctx, native.Batch{Tokens: s.Tokens[lo:hi], Mask: s.Mask[lo:hi]})
 		if err != nil {
 			return nil, err
 		}

@@ -152,7 +152,11 @@ func checkResume(t *testing.T, sets []string, want string) {
 			t.Errorf("final metrics lack %s: %v", k, sortedKeys(last))
 		}
 	}
-	for _, name := range []string{configFile, eventsDir, transcriptsDir, filepath.Join(checkpointsDir, latestCheckpoint, "model.safetensors")} {
+	weights := "model.safetensors"
+	if slices.ContainsFunc(sets, func(s string) bool { return strings.HasPrefix(s, "model.lora.rank=") }) {
+		weights = filepath.Join(adapterDir, "adapter_model.safetensors") // a LoRA run checkpoints its adapters
+	}
+	for _, name := range []string{configFile, eventsDir, transcriptsDir, filepath.Join(checkpointsDir, latestCheckpoint, weights)} {
 		if _, err := os.Stat(filepath.Join(dir, "full", name)); err != nil {
 			t.Errorf("run directory lacks %s: %v", name, err)
 		}

@@ -209,7 +209,14 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 	}
 	keep := -1
 	if resumeFrom != "" {
-		l, err := loadNativeLearner(c, resumeFrom)
+		var ws *warmStartResult
+		if c.Model.LoRA.Enabled() {
+			// The adapters' base model, rebuilt as the run started it.
+			if ws, err = t.warmStart(ctx); err != nil {
+				return nil, err
+			}
+		}
+		l, err := loadNativeLearner(c, resumeFrom, ws)
 		if err != nil {
 			return nil, fmt.Errorf("resume from %s: %w", resumeFrom, err)
 		}
@@ -232,7 +239,7 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 		if !ws.cached {
 			s.warmStartTime = t.now().Sub(began)
 		}
-		if s.learner, err = newNativeLearner(c, ws.model, ws.tok); err != nil {
+		if s.learner, err = newNativeLearner(c, ws.model, ws.tok, ws.hf, ws.dir); err != nil {
 			return nil, err
 		}
 		s.state = t.newState()

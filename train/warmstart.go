@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/policy/local"
 	"github.com/agentrl/agentrl/policy/native"
 	"github.com/agentrl/agentrl/policy/tokenizer"
 	"github.com/agentrl/agentrl/rollout"
@@ -29,7 +30,10 @@ const tokenizerFile = "tokenizer.json"
 
 // warmStartResult is the starting point of RL.
 type warmStartResult struct {
+	// tok is the agentrl tokenizer, or nil for a Hugging Face model,
+	// whose tokenizer and chat template are in hf.
 	tok   *tokenizer.Tokenizer
+	hf    local.HFFiles
 	model *native.Model
 	// cached reports that the result came from the cache.
 	cached bool
@@ -56,6 +60,8 @@ func (t *Trainer) warmStartKey(demos []rollout.Trajectory) (string, error) {
 			return "", err
 		}
 	}
+	// The warm start trains every weight; adapters come after it.
+	deletePrefix(flat, loraPrefix)
 	h := sha256.New()
 	fmt.Fprintf(h, "v4|env=%s|seed=%d\n", c.Env.Name, c.Run.Seed)
 	for _, k := range slices.Sorted(maps.Keys(flat)) {
@@ -76,8 +82,23 @@ func (t *Trainer) warmStartKey(demos []rollout.Trajectory) (string, error) {
 // model.init, from the warm-start cache, or built now (tokenizer trained on
 // expert demonstrations, model trained on them by supervised learning), or
 // a fresh model when the warm start is off.
+//
+// model.init skips the warm start: the model there is the starting point.
+// For a Hugging Face directory this is the only choice, not a shortcut: the
+// warm start trains agentrl's own tokenizer and renders demonstrations with
+// its chat template, neither of which a pretrained model can take.
 func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 	c := t.cfg
+	if c.Model.Init != "" && local.IsHFDir(c.Model.Init) {
+		model, files, err := local.ReadHF(c.Model.Init, c.Model.MaxSeq)
+		if err != nil {
+			return nil, fmt.Errorf("model.init: %w", err)
+		}
+		if c.WarmStart.Enabled {
+			t.log.Info("model.init is a Hugging Face model: training it as it is, without the warm start", "dir", c.Model.Init)
+		}
+		return &warmStartResult{hf: files, model: model, cached: true, dir: c.Model.Init}, nil
+	}
 	if c.Model.Init != "" {
 		ck, err := native.LoadCheckpoint(c.Model.Init)
 		if err != nil {

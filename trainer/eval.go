@@ -24,7 +24,7 @@ func runEval(ctx context.Context, args []string, s stdio) error {
 	fs.SetOutput(s.err)
 	var (
 		configPath = fs.String("config", "configs/sokoban.yaml", "YAML run config (its env and rollout sections are used)")
-		checkpoint = fs.String("checkpoint", "", "evaluate this embedded-policy checkpoint directory")
+		checkpoint = fs.String("checkpoint", "", "evaluate this checkpoint in process: a native checkpoint or a Hugging Face model directory")
 		vllmURLs   = fs.String("vllm", "", "evaluate a vLLM server (comma-separated base URLs); token-level, as in training")
 		openaiURL  = fs.String("openai", "", "evaluate any OpenAI-compatible chat endpoint (base URL ending in /v1)")
 		model      = fs.String("model", "", "model name for -vllm or -openai")

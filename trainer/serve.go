@@ -13,13 +13,14 @@ import (
 	"github.com/agentrl/agentrl/policy/serve"
 )
 
-// runServe serves a native checkpoint over vLLM's OpenAI-compatible HTTP API
-// until ctx ends (SIGINT or SIGTERM), then shuts down gracefully.
+// runServe serves a checkpoint (native, or a Hugging Face model directory)
+// over vLLM's OpenAI-compatible HTTP API until ctx ends (SIGINT or
+// SIGTERM), then shuts down gracefully.
 func runServe(ctx context.Context, args []string, s stdio) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(s.err)
 	var (
-		checkpoint  = fs.String("checkpoint", "", "native checkpoint directory with tokenizer.json (required)")
+		checkpoint  = fs.String("checkpoint", "", "checkpoint directory: native (with the agentrl tokenizer.json) or a Hugging Face model directory (required)")
 		addr        = fs.String("addr", "127.0.0.1:8000", "listen address; the default binds loopback only")
 		apiKey      = fs.String("api-key", "", "bearer token required on /v1 routes (default $AGENTRL_API_KEY)")
 		model       = fs.String("model", "", "served model name (default: the checkpoint directory's base name)")

@@ -54,31 +54,85 @@ func writeTinyCheckpoint(t *testing.T) string {
 	return dir
 }
 
-func TestServeSubcommand(t *testing.T) {
-	dir := writeTinyCheckpoint(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var errOut syncBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- runServe(ctx, []string{"-checkpoint", dir, "-addr", "127.0.0.1:0", "-api-key", "k"}, stdio{in: strings.NewReader(""), out: io.Discard, err: &errOut})
-	}()
+// runningServe is `trainer serve` running in the background on loopback.
+type runningServe struct {
+	base   string // http://127.0.0.1:PORT
+	cancel context.CancelFunc
+	done   chan error
+	errOut *syncBuffer
+}
 
+// startServe runs `trainer serve -checkpoint dir` with API key k on a free
+// loopback port and waits for it to log its URL.
+func startServe(t *testing.T, dir string) *runningServe {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	rs := &runningServe{cancel: cancel, done: make(chan error, 1), errOut: &syncBuffer{}}
+	go func() {
+		rs.done <- runServe(ctx, []string{"-checkpoint", dir, "-addr", "127.0.0.1:0", "-api-key", "k"}, stdio{in: strings.NewReader(""), out: io.Discard, err: rs.errOut})
+	}()
 	urlRE := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)/v1`)
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == ""; time.Sleep(5 * time.Millisecond) {
-		if m := urlRE.FindStringSubmatch(errOut.String()); m != nil {
-			base = m[1]
+	for deadline := time.Now().Add(10 * time.Second); rs.base == ""; time.Sleep(5 * time.Millisecond) {
+		if m := urlRE.FindStringSubmatch(rs.errOut.String()); m != nil {
+			rs.base = m[1]
 		}
 		select {
-		case err := <-done:
-			t.Fatalf("runServe returned early: %v\n%s", err, errOut.String())
+		case err := <-rs.done:
+			t.Fatalf("runServe returned early: %v\n%s", err, rs.errOut.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no URL logged:\n%s", errOut.String())
+			t.Fatalf("no URL logged:\n%s", rs.errOut.String())
 		}
 	}
+	return rs
+}
+
+// stop cancels the server and checks that it shuts down cleanly.
+func (rs *runningServe) stop(t *testing.T) {
+	t.Helper()
+	rs.cancel()
+	select {
+	case err := <-rs.done:
+		if err != nil {
+			t.Fatalf("runServe after cancel: %v\n%s", err, rs.errOut.String())
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("runServe did not stop after cancel")
+	}
+	if !strings.Contains(rs.errOut.String(), "stopped") {
+		t.Errorf("no clean stop logged:\n%s", rs.errOut.String())
+	}
+	if _, err := http.Get(rs.base + "/health"); err == nil {
+		t.Error("the server still answers after shutdown")
+	}
+}
+
+// postJSON posts body to the running server with its API key and decodes
+// the reply into out.
+func (rs *runningServe) postJSON(t *testing.T, path, body string, out any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, rs.base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer k")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: status %d: %s", path, resp.StatusCode, raw)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatalf("%s: %v: %s", path, err, raw)
+	}
+}
+
+func TestServeSubcommand(t *testing.T) {
+	dir := writeTinyCheckpoint(t)
+	rs := startServe(t, dir)
+	base := rs.base
 
 	resp, err := http.Get(base + "/health")
 	if err != nil {
@@ -90,12 +144,6 @@ func TestServeSubcommand(t *testing.T) {
 	}
 
 	body := `{"model": "tiny-ckpt", "prompt": [257, 260, 104, 105, 262, 261], "max_tokens": 5, "seed": 3, "logprobs": 0, "return_token_ids": true}`
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/completions", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer k")
-	resp, err = http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out struct {
 		Model   string `json:"model"`
 		Choices []struct {
@@ -105,31 +153,12 @@ func TestServeSubcommand(t *testing.T) {
 			} `json:"logprobs"`
 		} `json:"choices"`
 	}
-	err = json.NewDecoder(resp.Body).Decode(&out)
-	resp.Body.Close()
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("completion: status %d, %v", resp.StatusCode, err)
-	}
+	rs.postJSON(t, "/v1/completions", body, &out)
 	if out.Model != "tiny-ckpt" || len(out.Choices) != 1 || len(out.Choices[0].TokenIDs) == 0 ||
 		len(out.Choices[0].TokenIDs) != len(out.Choices[0].Logprobs.TokenLogprobs) {
 		t.Fatalf("completion reply %+v", out)
 	}
-
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("runServe after cancel: %v\n%s", err, errOut.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("runServe did not stop after cancel")
-	}
-	if !strings.Contains(errOut.String(), "stopped") {
-		t.Errorf("no clean stop logged:\n%s", errOut.String())
-	}
-	if _, err := http.Get(base + "/health"); err == nil {
-		t.Error("the server still answers after shutdown")
-	}
+	rs.stop(t)
 }
 
 func TestServeUsageErrors(t *testing.T) {

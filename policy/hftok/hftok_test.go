@@ -271,6 +271,27 @@ func TestLookups(t *testing.T) {
 	if !tok.IsSpecial(268) || tok.IsSpecial(269) || tok.IsSpecial(259) || tok.IsSpecial(-3) {
 		t.Error("IsSpecial")
 	}
+	for id, want := range map[int]string{259: "hello", 264: " world", 268: "<|end|>", 0xC3: "\xc3", 32: " "} {
+		if got, ok := tok.TokenBytes(id); !ok || string(got) != want {
+			t.Errorf("TokenBytes(%d) = %q, %v, want %q", id, got, ok, want)
+		}
+	}
+	for _, id := range []int{-1, 5000} {
+		if _, ok := tok.TokenBytes(id); ok {
+			t.Errorf("TokenBytes(%d) found", id)
+		}
+	}
+	// Token bytes concatenate to the text, also where a character is split
+	// between tokens.
+	ids := tok.Encode("héllo world <|end|>", false)
+	var all []byte
+	for _, id := range ids {
+		b, _ := tok.TokenBytes(id)
+		all = append(all, b...)
+	}
+	if string(all) != "héllo world <|end|>" {
+		t.Errorf("token bytes of %v join to %q", ids, all)
+	}
 }
 
 // TestAddedTokenIDs checks that added tokens get ids as HF assigns them.

@@ -423,6 +423,19 @@ func (t *Tokenizer) IDToToken(id int) (string, bool) {
 	return t.tokStr[id], true
 }
 
+// TokenBytes returns the bytes Decode turns token id into (a byte-level
+// token's bytes, which may be part of a UTF-8 character, or an added
+// token's text), or false when no token has that id.
+func (t *Tokenizer) TokenBytes(id int) ([]byte, bool) {
+	if id < 0 || id >= len(t.ok) || !t.ok[id] {
+		return nil, false
+	}
+	if !t.byteLevelDecoder {
+		return []byte(t.tokStr[id]), true
+	}
+	return slices.Clone(t.tokBytes[id]), true
+}
+
 // VocabSize returns the number of distinct tokens, the model's vocabulary
 // and the added tokens together, as HF's get_vocab_size(with_added_tokens=
 // True). (A model's embedding matrix may have more rows.)

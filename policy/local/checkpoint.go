@@ -15,10 +15,18 @@ import (
 // stored as an extra file of native.SaveCheckpoint.
 const TokenizerFile = "tokenizer.json"
 
-// LoadCheckpoint loads the native checkpoint in dir (written by
-// native.SaveCheckpoint with the tokenizer as the extra file TokenizerFile)
-// and wraps it as a Policy named after the directory. The optimizer state,
-// if any, is ignored.
+// LoadCheckpoint loads the checkpoint in dir and wraps it as a Policy named
+// after the directory: a Hugging Face model directory (see IsHFDir and
+// LoadHF, with the context of its max_position_embeddings), a native
+// checkpoint (written by native.SaveCheckpoint with the agentrl tokenizer
+// as the extra file TokenizerFile), or LoRA adapters: a PEFT adapter
+// directory (adapter_config.json, see native.LoadPEFT), or a checkpoint
+// directory without a model of its own that holds one as adapter/ (the
+// trainer's checkpoints of runs with model.lora), loaded over the base
+// model that adapter_config.json's base_model_name_or_path names, which
+// must be a local checkpoint of either kind (a relative path counts from
+// the working directory, or else from the adapter directory). The
+// optimizer state, if any, is ignored.
 func LoadCheckpoint(dir string) (*Policy, error) {
 	return LoadCheckpointNamed(dir, "")
 }
@@ -34,6 +42,12 @@ func LoadCheckpointNamed(dir, name string) (*Policy, error) {
 		return nil, fmt.Errorf("local: checkpoint: %w", err)
 	case !st.IsDir():
 		return nil, fmt.Errorf("local: checkpoint %s is not a directory", dir)
+	}
+	if adapter := adapterDir(dir); adapter != "" {
+		return loadAdapter(dir, adapter, name)
+	}
+	if IsHFDir(dir) {
+		return LoadHF(dir, name, 0)
 	}
 	ck, err := native.LoadCheckpoint(dir)
 	if err != nil {
@@ -51,6 +65,56 @@ func LoadCheckpointNamed(dir, name string) (*Policy, error) {
 		name = filepath.Base(filepath.Clean(dir))
 	}
 	p, err := New(name, ck.Model, tok)
+	if err != nil {
+		return nil, fmt.Errorf("local: checkpoint %s: %w", dir, err)
+	}
+	return p, nil
+}
+
+// adapterDir returns the PEFT adapter directory of dir, or "": dir itself
+// when it holds an adapter_config.json, or dir/adapter when dir holds no
+// model of its own.
+func adapterDir(dir string) string {
+	if exists(filepath.Join(dir, native.PEFTConfigFile)) {
+		return dir
+	}
+	sub := filepath.Join(dir, "adapter")
+	if exists(filepath.Join(sub, native.PEFTConfigFile)) && !exists(filepath.Join(dir, native.ConfigFile)) {
+		return sub
+	}
+	return ""
+}
+
+// loadAdapter loads the adapters in adapter over their base model, as the
+// policy of checkpoint dir.
+func loadAdapter(dir, adapter, name string) (*Policy, error) {
+	_, base, err := native.ReadPEFTConfig(adapter)
+	if err != nil {
+		return nil, fmt.Errorf("local: checkpoint %s: %w", dir, err)
+	}
+	if base == "" {
+		return nil, fmt.Errorf("local: checkpoint %s: %s names no base model (base_model_name_or_path)", dir, filepath.Join(adapter, native.PEFTConfigFile))
+	}
+	baseDir := base
+	if !filepath.IsAbs(base) && !exists(base) && exists(filepath.Join(adapter, base)) {
+		baseDir = filepath.Join(adapter, base)
+	}
+	if st, err := os.Stat(baseDir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("local: checkpoint %s: the adapters' base model %q is not a local directory (download it, and set base_model_name_or_path to its path)", dir, base)
+	}
+	if adapterDir(baseDir) != "" {
+		return nil, fmt.Errorf("local: checkpoint %s: the adapters' base model %s is itself an adapter", dir, baseDir)
+	}
+	if name == "" {
+		name = filepath.Base(filepath.Clean(dir))
+	}
+	p, err := LoadCheckpointNamed(baseDir, name)
+	if err != nil {
+		return nil, fmt.Errorf("local: checkpoint %s: the adapters' base model: %w", dir, err)
+	}
+	m := p.Lock()
+	err = native.LoadPEFT(adapter, m)
+	p.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("local: checkpoint %s: %w", dir, err)
 	}

@@ -1,5 +1,9 @@
-// Package local serves the embedded Go transformer (policy/native) with its
-// tokenizer (policy/tokenizer) as a policy.Policy, in process.
+// Package local serves the embedded Go transformer (policy/native) as a
+// policy.Policy, in process, with either of two text sides (a Codec): the
+// agentrl tokenizer and chat template (policy/tokenizer), for models
+// trained here from scratch, or the tokenizer.json and chat template of a
+// Hugging Face model directory (policy/hftok, policy/chattemplate), for
+// Llama and Qwen2 checkpoints (see LoadHF).
 //
 // Calls are serialised: the model's inference and training workspaces are
 // not safe for concurrent use, and one batched call is faster than several
@@ -18,20 +22,67 @@ import (
 	"github.com/agentrl/agentrl/policy/tokenizer"
 )
 
-// Policy is a native model plus its tokenizer.
+// Codec is the text side of a Policy: its tokenizer and chat template. The
+// model side (sampling, scoring, the context limit) is the same for every
+// codec. Implementations are safe for concurrent use.
+type Codec interface {
+	// RenderChat renders messages with the chat template, as
+	// policy.Policy's RenderChat.
+	RenderChat(msgs []policy.Message, addGenerationPrompt bool) ([]int, error)
+	// Encode tokenizes text as policy.Policy's Encode: no chat-template
+	// tokens added, and literal reasoning tags such as "<think>" mapped to
+	// their tokens where the tokenizer has them.
+	Encode(text string) []int
+	// Decode turns ids back into text, special tokens included.
+	Decode(ids []int) (string, error)
+	// StopTokens end an assistant message.
+	StopTokens() []int
+	// VocabSize is one past the largest id the tokenizer has a token for;
+	// the model's vocabulary must cover it (and may be larger).
+	VocabSize() int
+	// IsSpecial reports whether id is a control token, one that a server's
+	// skip_special_tokens drops.
+	IsSpecial(id int) bool
+	// TokenBytes returns the bytes of token id (part of a UTF-8 character
+	// for some byte-level tokens).
+	TokenBytes(id int) ([]byte, error)
+	// TextPrefix returns the ids the tokenizer puts before a text it
+	// encodes with its special tokens (a server's add_special_tokens on a
+	// text prompt).
+	TextPrefix() []int
+}
+
+// Policy is a native model plus its text side.
 type Policy struct {
 	mu    sync.Mutex
 	model *native.Model
-	tok   *tokenizer.Tokenizer
+	codec Codec
+	tok   *tokenizer.Tokenizer // nil unless the codec is the agentrl tokenizer
+	hf    HFFiles              // nil unless the codec is a Hugging Face one
 	name  string
 }
 
-// New wraps model and tok. The model's vocabulary must cover the tokenizer's.
+// New wraps model and the agentrl tokenizer tok. The model's vocabulary
+// must cover the tokenizer's.
 func New(name string, model *native.Model, tok *tokenizer.Tokenizer) (*Policy, error) {
-	if v := model.Config().Vocab; v < tok.VocabSize() {
-		return nil, fmt.Errorf("local policy: model vocabulary %d is smaller than the tokenizer's %d", v, tok.VocabSize())
+	p, err := NewWithCodec(name, model, agentrlCodec{tok})
+	if err != nil {
+		return nil, err
 	}
-	return &Policy{model: model, tok: tok, name: name}, nil
+	p.tok = tok
+	return p, nil
+}
+
+// NewWithCodec wraps model and a text side. The model's vocabulary must
+// cover the codec's.
+func NewWithCodec(name string, model *native.Model, c Codec) (*Policy, error) {
+	if v := model.Config().Vocab; v < c.VocabSize() {
+		return nil, fmt.Errorf("local policy: model vocabulary %d is smaller than the tokenizer's %d", v, c.VocabSize())
+	}
+	if len(c.StopTokens()) == 0 {
+		return nil, fmt.Errorf("local policy: the tokenizer has no stop token")
+	}
+	return &Policy{model: model, codec: c, name: name}, nil
 }
 
 // Lock gives exclusive use of the model, for training it between calls.
@@ -41,30 +92,50 @@ func (p *Policy) Lock() *native.Model { p.mu.Lock(); return p.model }
 // Unlock ends a Lock.
 func (p *Policy) Unlock() { p.mu.Unlock() }
 
-// Tokenizer returns the tokenizer.
+// Tokenizer returns the agentrl tokenizer, or nil when the policy has
+// another text side (a Hugging Face directory's).
 func (p *Policy) Tokenizer() *tokenizer.Tokenizer { return p.tok }
+
+// Codec returns the policy's text side.
+func (p *Policy) Codec() Codec { return p.codec }
+
+// HFFiles returns the Hugging Face files of a policy made by NewHF or
+// LoadHF, and nil for any other policy.
+func (p *Policy) HFFiles() HFFiles { return p.hf }
+
+// VocabSize is the number of token ids the model accepts (its embedding
+// rows, which may exceed the tokenizer's vocabulary).
+func (p *Policy) VocabSize() int { return p.model.Config().Vocab }
+
+// IsSpecialToken reports whether id is a control token of the tokenizer.
+func (p *Policy) IsSpecialToken(id int) bool { return p.codec.IsSpecial(id) }
+
+// TokenBytes returns the bytes of token id.
+func (p *Policy) TokenBytes(id int) ([]byte, error) { return p.codec.TokenBytes(id) }
+
+// TextPrefix returns the ids the tokenizer puts before a text it encodes
+// with its special tokens: <|bos|> for the agentrl tokenizer, what the
+// post-processor adds for a Hugging Face one (Llama 3's <|begin_of_text|>,
+// nothing for Qwen's).
+func (p *Policy) TextPrefix() []int { return slices.Clone(p.codec.TextPrefix()) }
 
 // Info implements policy.Policy.
 func (p *Policy) Info() policy.Info {
-	return policy.Info{Name: p.name, MaxContext: p.model.Config().MaxSeq, StopTokens: []int{tokenizer.EndID}}
+	return policy.Info{Name: p.name, MaxContext: p.model.Config().MaxSeq, StopTokens: slices.Clone(p.codec.StopTokens())}
 }
 
-// RenderChat implements policy.Policy with the agentrl chat template.
+// RenderChat implements policy.Policy with the codec's chat template.
 func (p *Policy) RenderChat(_ context.Context, msgs []policy.Message, addGenerationPrompt bool) ([]int, error) {
-	tm := make([]tokenizer.Message, len(msgs))
-	for i, m := range msgs {
-		tm[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
-	}
-	return p.tok.Render(tm, addGenerationPrompt)
+	return p.codec.RenderChat(msgs, addGenerationPrompt)
 }
 
 // Encode implements policy.Policy.
 func (p *Policy) Encode(_ context.Context, text string) ([]int, error) {
-	return p.tok.Encode(text), nil
+	return p.codec.Encode(text), nil
 }
 
 // Decode implements policy.Policy.
-func (p *Policy) Decode(_ context.Context, ids []int) (string, error) { return p.tok.Decode(ids) }
+func (p *Policy) Decode(_ context.Context, ids []int) (string, error) { return p.codec.Decode(ids) }
 
 // Sample implements policy.Policy. Requests are checked one by one: a bad
 // request (an out-of-range token id, a prompt longer than the context) gets
@@ -90,7 +161,7 @@ func (p *Policy) Sample(ctx context.Context, reqs []policy.Request) ([]policy.Sa
 		}
 		stops := r.Sampling.StopTokens
 		if stops == nil {
-			stops = []int{tokenizer.EndID}
+			stops = p.codec.StopTokens()
 		}
 		batch = append(batch, native.SampleRequest{
 			Prompt: r.Prompt, MaxNewTokens: maxNew, Temperature: float32(r.Sampling.Temperature),
@@ -169,4 +240,31 @@ func (p *Policy) checkIDs(ids []int) error {
 		}
 	}
 	return nil
+}
+
+// agentrlCodec is the agentrl tokenizer and chat template.
+type agentrlCodec struct{ tok *tokenizer.Tokenizer }
+
+func (c agentrlCodec) RenderChat(msgs []policy.Message, addGenerationPrompt bool) ([]int, error) {
+	tm := make([]tokenizer.Message, len(msgs))
+	for i, m := range msgs {
+		tm[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+	}
+	return c.tok.Render(tm, addGenerationPrompt)
+}
+
+func (c agentrlCodec) Encode(text string) []int          { return c.tok.Encode(text) }
+func (c agentrlCodec) Decode(ids []int) (string, error)  { return c.tok.Decode(ids) }
+func (c agentrlCodec) StopTokens() []int                 { return []int{tokenizer.EndID} }
+func (c agentrlCodec) VocabSize() int                    { return c.tok.VocabSize() }
+func (c agentrlCodec) IsSpecial(id int) bool             { return tokenizer.IsSpecial(id) }
+func (c agentrlCodec) TokenBytes(id int) ([]byte, error) { return c.tok.TokenBytes(id) }
+
+// TextPrefix is what the agentrl template writes for an empty conversation.
+func (c agentrlCodec) TextPrefix() []int {
+	ids, err := c.tok.Render(nil, false)
+	if err != nil {
+		return nil // the template renders any conversation, the empty one included
+	}
+	return ids
 }

@@ -30,8 +30,19 @@ func tinyPolicy(t *testing.T) *Policy {
 
 func TestSampleThenScoreAgree(t *testing.T) {
 	p := tinyPolicy(t)
+	if pre := p.TextPrefix(); len(pre) != 1 || pre[0] != tokenizer.BOSID {
+		t.Errorf("TextPrefix = %v, want <|bos|>", pre)
+	}
+	prompt, _ := p.RenderChat(context.Background(), []policy.Message{{Role: "user", Content: "Turn 1:\n#P_O#"}}, true)
+	checkSampleThenScore(t, p, prompt)
+}
+
+// checkSampleThenScore samples two continuations of prompt and checks that
+// Score gives the log-probs Sample reported, and that bad requests are
+// refused.
+func checkSampleThenScore(t *testing.T, p *Policy, prompt []int) {
+	t.Helper()
 	ctx := context.Background()
-	prompt, _ := p.RenderChat(ctx, []policy.Message{{Role: "user", Content: "Turn 1:\n#P_O#"}}, true)
 	reqs := []policy.Request{
 		{Prompt: prompt, Sampling: policy.Sampling{Temperature: 1, TopP: 1, MaxTokens: 24, Seed: 1}},
 		{Prompt: prompt, Sampling: policy.Sampling{Temperature: 1, TopP: 1, MaxTokens: 24, Seed: 2}},
@@ -68,7 +79,13 @@ func TestSampleThenScoreAgree(t *testing.T) {
 }
 
 func TestEngineRunsOnNativePolicy(t *testing.T) {
-	p := tinyPolicy(t)
+	checkEngineRuns(t, tinyPolicy(t))
+}
+
+// checkEngineRuns plays frozenlake episodes through the rollout engine
+// twice and checks that nothing fails and the same seeds replay the same.
+func checkEngineRuns(t *testing.T, p policy.Policy) {
+	t.Helper()
 	f, err := envs.NewFactory("frozenlake", nil)
 	if err != nil {
 		t.Fatal(err)

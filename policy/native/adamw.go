@@ -8,8 +8,10 @@ import (
 )
 
 // AdamW is Adam with decoupled weight decay (Loshchilov & Hutter), applied
-// to every tensor of a model; weight decay applies only to tensors marked
-// Decay (matrices and embeddings, not norms or biases).
+// to every trained tensor of a model: every tensor, or only the adapters
+// while the model has them (EnableLoRA). Weight decay applies only to
+// tensors marked Decay (matrices and embeddings, not norms or biases; every
+// adapter matrix).
 type AdamW struct {
 	Beta1       float32 // first-moment decay, e.g. 0.9
 	Beta2       float32 // second-moment decay, e.g. 0.95
@@ -17,14 +19,17 @@ type AdamW struct {
 	WeightDecay float32 // decoupled decay per unit learning rate, e.g. 0.01
 
 	step int
-	m, v []float32 // moments, laid out like Model.Params
+	m, v []float32 // moments, laid out like the trained parameters
 }
 
-// NewAdamW returns an optimizer with zero moments for m's parameters.
+// NewAdamW returns an optimizer with zero moments for m's trained
+// parameters (Model.NumTrainable): the adapters' if m has them when it is
+// made, otherwise all.
 func NewAdamW(m *Model, beta1, beta2, eps, weightDecay float32) *AdamW {
+	n := m.NumTrainable()
 	return &AdamW{
 		Beta1: beta1, Beta2: beta2, Eps: eps, WeightDecay: weightDecay,
-		m: make([]float32, m.NumParams()), v: make([]float32, m.NumParams()),
+		m: make([]float32, n), v: make([]float32, n),
 	}
 }
 
@@ -32,21 +37,22 @@ func NewAdamW(m *Model, beta1, beta2, eps, weightDecay float32) *AdamW {
 func (o *AdamW) Steps() int { return o.step }
 
 // Moments returns the first and second moment vectors (laid out like
-// Model.Params); they are the optimizer's state, saved in checkpoints.
+// Model.Params, or LoRA.Params for a model with adapters); they are the
+// optimizer's state, saved in checkpoints.
 func (o *AdamW) Moments() (m, v []float32) { return o.m, o.v }
 
 // Update applies one AdamW step with learning rate lr using the model's
 // current gradients. It does not clear them.
 func (o *AdamW) Update(m *Model, lr float32) error {
-	if len(o.m) != m.NumParams() {
-		return fmt.Errorf("native: AdamW has state for %d parameters, model has %d", len(o.m), m.NumParams())
+	p, g, tensors := m.trainable()
+	if len(o.m) != len(p) {
+		return fmt.Errorf("native: AdamW has state for %d parameters, model trains %d", len(o.m), len(p))
 	}
 	o.step++
 	m.version++
 	bc1 := float32(1 - math.Pow(float64(o.Beta1), float64(o.step)))
 	bc2 := float32(1 - math.Pow(float64(o.Beta2), float64(o.step)))
-	p, g := m.Params(), m.Grads()
-	for _, t := range m.Tensors() {
+	for _, t := range tensors {
 		wd := float32(0)
 		if t.Decay {
 			wd = o.WeightDecay
@@ -57,8 +63,9 @@ func (o *AdamW) Update(m *Model, lr float32) error {
 	return nil
 }
 
-// ClipGradNorm scales the model's gradients so their global L2 norm is at
-// most maxNorm (when maxNorm > 0) and returns the norm before clipping. A
+// ClipGradNorm scales the model's gradients (of the trained parameters:
+// the adapters' while it has them) so their global L2 norm is at most
+// maxNorm (when maxNorm > 0) and returns the norm before clipping. A
 // non-finite norm is returned as is and the gradients are left unchanged, so
 // the caller can skip the step.
 func ClipGradNorm(m *Model, maxNorm float64) float64 {
@@ -66,7 +73,7 @@ func ClipGradNorm(m *Model, maxNorm float64) float64 {
 	// sums in order in float64: the same result whatever the number of
 	// workers.
 	const chunk = 1 << 12
-	g := m.Grads()
+	_, g, _ := m.trainable()
 	chunks := (len(g) + chunk - 1) / chunk
 	sums := make([]float64, chunks)
 	parallelRows(chunks, chunk, func(lo, hi int) {

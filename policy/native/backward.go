@@ -18,8 +18,10 @@ type OutputGrads struct {
 }
 
 // Backward propagates the output gradients of the last Forward through the
-// model and adds the parameter gradients into Grads(). The batch and
-// workspace of that Forward must be unchanged.
+// model and adds the parameter gradients into Grads(), or, while the model
+// has adapters, the adapters' gradients into LoRA.Grads (no gradient of a
+// base weight is computed then). The batch and workspace of that Forward
+// must be unchanged.
 func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 	w := &m.ws
 	if !w.ready {
@@ -47,6 +49,10 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 	if og.Value != nil && !m.cfg.ValueHead {
 		return errors.New("native: Backward: value gradients given but the model has no value head")
 	}
+	lo := m.lora
+	if (lo != nil) != w.lora {
+		return errors.New("native: Backward: adapters were added or removed since the Forward")
+	}
 
 	c := m.cfg
 	d, qd, _, qkvd, f, v := m.dims()
@@ -62,6 +68,9 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 	w.dlogp = grow(w.dlogp, sel)
 	w.dent = grow(w.dent, sel)
 	w.dval = grow(w.dval, sel)
+	if lo != nil {
+		w.loraDU = grow(w.loraDU, n*lo.maxGroupWidth())
+	}
 
 	// Gather the selected positions' output gradients.
 	for i := 0; i < sel; i++ {
@@ -79,9 +88,12 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 	}
 
 	// backLinear handles y = x·Wᵀ for x [rows, in], W [out, in]: it adds
-	// dYᵀ·X into dW and, when dx is non-nil, writes dX = dY·W.
+	// dYᵀ·X into dW, when dw is non-nil (a frozen weight has none), and,
+	// when dx is non-nil, writes dX = dY·W.
 	backLinear := func(dx, dy, x, wt, dw []float32, rows, in, out int) {
-		kern.Gemm(true, false, out, in, rows, 1, dy, out, x, in, 1, dw, in)
+		if dw != nil {
+			kern.Gemm(true, false, out, in, rows, 1, dy, out, x, in, 1, dw, in)
+		}
 		if dx != nil {
 			kern.Gemm(false, false, rows, in, out, 1, dy, out, wt, in, 0, dx, in)
 		}
@@ -98,8 +110,10 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 			}
 			h := w.hsel[i*d : (i+1)*d]
 			simd.Axpy(g, m.p.valueW, w.dhsel[i*d:(i+1)*d])
-			simd.Axpy(g, h, m.g.valueW)
-			m.g.valueB[0] += g
+			if m.g.valueW != nil {
+				simd.Axpy(g, h, m.g.valueW)
+				m.g.valueB[0] += g
+			}
 		}
 	}
 
@@ -114,18 +128,33 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 	clear(dx)
 	kern.RMSNormBackward(dx, m.g.finalNorm, dxf, w.xs[c.Layers], m.p.finalNorm, w.rstdF, n, d)
 
+	// While adapters train, the base weights have no gradient: their
+	// views are nil, and the products and reductions for them are skipped.
+	var frozen layer
 	for l := c.Layers - 1; l >= 0; l-- {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		p, g := &m.p.layers[l], &m.g.layers[l]
+		p, g := &m.p.layers[l], &frozen
+		if lo == nil {
+			g = &m.g.layers[l]
+		}
 		// MLP. dx is dL/d(xs[l+1]) = dL/d(residual after the MLP).
 		backLinear(w.dact, dx, w.act[l], p.wdown, g.wdown, n, f, d)
+		if lo != nil {
+			lo.backward(kern, l, groupDown, dx, w.act[l], w.loraU[l][groupDown], w.dact, w.loraDU, n)
+		}
 		kern.SwiGLUBackward(w.dgu, w.dact, w.gu[l], n, f)
 		backLinear(w.dtmp, w.dgu, w.xn2[l], p.wgu, g.wgu, n, d, 2*f)
+		if lo != nil {
+			lo.backward(kern, l, groupGU, w.dgu, w.xn2[l], w.loraU[l][groupGU], w.dtmp, w.loraDU, n)
+		}
 		kern.RMSNormBackward(dx, g.mlpNorm, w.dtmp, w.xmid[l], p.mlpNorm, w.rstd2[l], n, d)
 		// Attention. dx is now dL/d(xmid[l]).
 		backLinear(w.datt, dx, w.att[l], p.wo, g.wo, n, qd, d)
+		if lo != nil {
+			lo.backward(kern, l, groupO, dx, w.att[l], w.loraU[l][groupO], w.datt, w.loraDU, n)
+		}
 		kern.AttentionBackward(w.dqkv, w.datt, qd, w.qkv[l], qkvd, w.lse[l], w.seg, c.Heads, c.KVHeads, c.HeadDim())
 		kern.RoPE(w.dqkv, n, qkvd, 0, c.Heads+c.KVHeads, c.HeadDim(), w.pos, m.ropeCos, m.ropeSin, true)
 		if g.bqkv != nil {
@@ -133,12 +162,21 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 				simd.Add(g.bqkv, w.dqkv[r*qkvd:(r+1)*qkvd])
 			}
 		}
+		if lo != nil && l == 0 {
+			// Below the first layer is the frozen embedding: no input
+			// gradient is needed.
+			lo.backward(kern, l, groupQKV, w.dqkv, w.xn1[l], w.loraU[l][groupQKV], nil, w.loraDU, n)
+			break
+		}
 		backLinear(w.dtmp, w.dqkv, w.xn1[l], p.wqkv, g.wqkv, n, d, qkvd)
+		if lo != nil {
+			lo.backward(kern, l, groupQKV, w.dqkv, w.xn1[l], w.loraU[l][groupQKV], w.dtmp, w.loraDU, n)
+		}
 		kern.RMSNormBackward(dx, g.attnNorm, w.dtmp, w.xs[l], p.attnNorm, w.rstd1[l], n, d)
 	}
 
 	// Embedding: scatter-add each row's gradient into its token's row.
-	for r := 0; r < n; r++ {
+	for r := 0; r < n && m.g.embed != nil; r++ {
 		t := int(w.tok[r])
 		simd.Add(m.g.embed[t*d:(t+1)*d], dx[r*d:(r+1)*d])
 	}

@@ -60,6 +60,9 @@ func WriteCheckpoint(dir string, m *Model, opt *AdamW, extra map[string][]byte) 
 	if err := checkExtraNames(extra); err != nil {
 		return err
 	}
+	if m.lora != nil {
+		return errLoRACheckpoint
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("native: checkpoint: %w", err)
 	}
@@ -69,28 +72,17 @@ func WriteCheckpoint(dir string, m *Model, opt *AdamW, extra map[string][]byte) 
 	}
 	files := map[string][]byte{ConfigFile: append(cfg, '\n')}
 	var buf bytes.Buffer
-	if err := WriteSafetensors(&buf, m.namedTensors("", m.params),
+	if err := WriteSafetensors(&buf, namedTensors(m.tensors, "", m.params),
 		map[string]string{"format": "agentrl-native", "layout": "linear weights are [in, out]; y = x·W"}); err != nil {
 		return err
 	}
 	files[WeightsFile] = buf.Bytes()
 	if opt != nil {
-		if len(opt.m) != m.NumParams() {
-			return fmt.Errorf("native: checkpoint: optimizer has state for %d parameters, model has %d", len(opt.m), m.NumParams())
-		}
-		var ob bytes.Buffer
-		tensors := append(m.namedTensors("exp_avg.", opt.m), m.namedTensors("exp_avg_sq.", opt.v)...)
-		meta := map[string]string{
-			"step":         strconv.Itoa(opt.step),
-			"beta1":        fmtFloat(opt.Beta1),
-			"beta2":        fmtFloat(opt.Beta2),
-			"eps":          fmtFloat(opt.Eps),
-			"weight_decay": fmtFloat(opt.WeightDecay),
-		}
-		if err := WriteSafetensors(&ob, tensors, meta); err != nil {
+		ob, err := encodeOptimizer(m, opt)
+		if err != nil {
 			return err
 		}
-		files[OptimizerFile] = ob.Bytes()
+		files[OptimizerFile] = ob
 	}
 	for name, data := range extra {
 		files[name] = data
@@ -101,6 +93,98 @@ func WriteCheckpoint(dir string, m *Model, opt *AdamW, extra map[string][]byte) 
 		}
 	}
 	return nil
+}
+
+// errLoRACheckpoint refuses to write a model with adapters as a full
+// checkpoint, which would store the base without them.
+var errLoRACheckpoint = errors.New("native: checkpoint: the model has LoRA adapters: save them with SavePEFT " +
+	"(the base model is unchanged), or MergeLoRA first")
+
+// WriteOptimizer writes opt, the AdamW state of m, as OptimizerFile in dir
+// (created if needed), fsynced. It is for checkpoints whose weights are
+// stored in another layout (a Hugging Face directory written by SaveHF,
+// adapters written by SavePEFT): the optimizer state stays in the native
+// layout beside them, under the names of the trained tensors (the
+// adapters' PEFT names for a model with adapters).
+func WriteOptimizer(dir string, m *Model, opt *AdamW) error {
+	data, err := encodeOptimizer(m, opt)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("native: checkpoint: %w", err)
+	}
+	return writeSynced(filepath.Join(dir, OptimizerFile), data)
+}
+
+// LoadOptimizer reads the OptimizerFile in dir, written for m by
+// WriteCheckpoint or WriteOptimizer; for a model with adapters, the
+// adapters must be those it was written for. A missing file is an error
+// that wraps fs.ErrNotExist.
+func LoadOptimizer(dir string, m *Model) (*AdamW, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, OptimizerFile))
+	if err != nil {
+		return nil, fmt.Errorf("native: checkpoint: %w", err)
+	}
+	return decodeOptimizer(m, raw)
+}
+
+// encodeOptimizer returns the safetensors file of opt: the moments under
+// the names of m's trained tensors prefixed exp_avg. and exp_avg_sq., and
+// the scalars as metadata.
+func encodeOptimizer(m *Model, opt *AdamW) ([]byte, error) {
+	_, _, ts := m.trainable()
+	if len(opt.m) != m.NumTrainable() {
+		return nil, fmt.Errorf("native: checkpoint: optimizer has state for %d parameters, model trains %d", len(opt.m), m.NumTrainable())
+	}
+	var ob bytes.Buffer
+	tensors := append(namedTensors(ts, "exp_avg.", opt.m), namedTensors(ts, "exp_avg_sq.", opt.v)...)
+	meta := map[string]string{
+		"step":         strconv.Itoa(opt.step),
+		"beta1":        fmtFloat(opt.Beta1),
+		"beta2":        fmtFloat(opt.Beta2),
+		"eps":          fmtFloat(opt.Eps),
+		"weight_decay": fmtFloat(opt.WeightDecay),
+	}
+	if err := WriteSafetensors(&ob, tensors, meta); err != nil {
+		return nil, err
+	}
+	return ob.Bytes(), nil
+}
+
+// decodeOptimizer reads a file encodeOptimizer wrote for m.
+func decodeOptimizer(m *Model, raw []byte) (*AdamW, error) {
+	tensors, meta, err := ReadSafetensors(raw)
+	if err != nil {
+		return nil, fmt.Errorf("native: checkpoint: %s: %w", OptimizerFile, err)
+	}
+	_, _, ts := m.trainable()
+	opt := &AdamW{m: make([]float32, m.NumTrainable()), v: make([]float32, m.NumTrainable())}
+	var mt, vt []NamedTensor
+	for _, t := range tensors {
+		if strings.HasPrefix(t.Name, "exp_avg_sq.") {
+			vt = append(vt, t)
+		} else {
+			mt = append(mt, t)
+		}
+	}
+	if err := loadTensors(ts, OptimizerFile, "exp_avg.", mt, opt.m); err != nil {
+		return nil, err
+	}
+	if err := loadTensors(ts, OptimizerFile, "exp_avg_sq.", vt, opt.v); err != nil {
+		return nil, err
+	}
+	if opt.step, err = strconv.Atoi(meta["step"]); err != nil || opt.step < 0 {
+		return nil, fmt.Errorf("native: checkpoint: %s: bad step %q", OptimizerFile, meta["step"])
+	}
+	for key, dst := range map[string]*float32{"beta1": &opt.Beta1, "beta2": &opt.Beta2, "eps": &opt.Eps, "weight_decay": &opt.WeightDecay} {
+		x, err := strconv.ParseFloat(meta[key], 32)
+		if err != nil {
+			return nil, fmt.Errorf("native: checkpoint: %s: bad %s %q", OptimizerFile, key, meta[key])
+		}
+		*dst = float32(x)
+	}
+	return opt, nil
 }
 
 func fmtFloat(x float32) string { return strconv.FormatFloat(float64(x), 'g', -1, 32) }
@@ -123,23 +207,24 @@ func writeSynced(path string, data []byte) error {
 	return nil
 }
 
-// namedTensors returns views of flat (laid out like Params) as named tensors.
-func (m *Model) namedTensors(prefix string, flat []float32) []NamedTensor {
-	out := make([]NamedTensor, len(m.tensors))
-	for i, t := range m.tensors {
+// namedTensors returns views of flat (laid out as ts describes) as named
+// tensors.
+func namedTensors(ts []TensorInfo, prefix string, flat []float32) []NamedTensor {
+	out := make([]NamedTensor, len(ts))
+	for i, t := range ts {
 		out[i] = NamedTensor{Name: prefix + t.Name, Shape: t.Shape, Data: flat[t.Offset : t.Offset+t.Size]}
 	}
 	return out
 }
 
-// loadTensors copies tensors into flat (laid out like Params), requiring
-// exactly the model's tensor set with matching shapes.
-func (m *Model) loadTensors(file, prefix string, tensors []NamedTensor, flat []float32) error {
+// loadTensors copies tensors into flat (laid out as ts describes),
+// requiring exactly the tensor set ts with matching shapes.
+func loadTensors(ts []TensorInfo, file, prefix string, tensors []NamedTensor, flat []float32) error {
 	byName := make(map[string]NamedTensor, len(tensors))
 	for _, t := range tensors {
 		byName[t.Name] = t
 	}
-	for _, t := range m.tensors {
+	for _, t := range ts {
 		got, ok := byName[prefix+t.Name]
 		if !ok {
 			return fmt.Errorf("native: checkpoint: %s has no tensor %q", file, prefix+t.Name)
@@ -180,7 +265,7 @@ func LoadCheckpoint(dir string) (*Checkpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("native: checkpoint: %s: %w", WeightsFile, err)
 	}
-	if err := m.loadTensors(WeightsFile, "", tensors, m.params); err != nil {
+	if err := loadTensors(m.tensors, WeightsFile, "", tensors, m.params); err != nil {
 		return nil, err
 	}
 	ck := &Checkpoint{Model: m, Extra: map[string][]byte{}}
@@ -191,36 +276,9 @@ func LoadCheckpoint(dir string) (*Checkpoint, error) {
 	case err != nil:
 		return nil, fmt.Errorf("native: checkpoint: %w", err)
 	default:
-		tensors, meta, err := ReadSafetensors(raw)
-		if err != nil {
-			return nil, fmt.Errorf("native: checkpoint: %s: %w", OptimizerFile, err)
-		}
-		opt := &AdamW{m: make([]float32, m.NumParams()), v: make([]float32, m.NumParams())}
-		var mt, vt []NamedTensor
-		for _, t := range tensors {
-			if strings.HasPrefix(t.Name, "exp_avg_sq.") {
-				vt = append(vt, t)
-			} else {
-				mt = append(mt, t)
-			}
-		}
-		if err := m.loadTensors(OptimizerFile, "exp_avg.", mt, opt.m); err != nil {
+		if ck.Optimizer, err = decodeOptimizer(m, raw); err != nil {
 			return nil, err
 		}
-		if err := m.loadTensors(OptimizerFile, "exp_avg_sq.", vt, opt.v); err != nil {
-			return nil, err
-		}
-		if opt.step, err = strconv.Atoi(meta["step"]); err != nil || opt.step < 0 {
-			return nil, fmt.Errorf("native: checkpoint: %s: bad step %q", OptimizerFile, meta["step"])
-		}
-		for key, dst := range map[string]*float32{"beta1": &opt.Beta1, "beta2": &opt.Beta2, "eps": &opt.Eps, "weight_decay": &opt.WeightDecay} {
-			x, err := strconv.ParseFloat(meta[key], 32)
-			if err != nil {
-				return nil, fmt.Errorf("native: checkpoint: %s: bad %s %q", OptimizerFile, key, meta[key])
-			}
-			*dst = float32(x)
-		}
-		ck.Optimizer = opt
 	}
 
 	entries, err := os.ReadDir(dir)

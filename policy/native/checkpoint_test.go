@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -195,5 +197,41 @@ func TestConfigLimits(t *testing.T) {
 		if got := c.withDefaults().paramCount(); got != float64(m.NumParams()) {
 			t.Errorf("paramCount %g, model has %d", got, m.NumParams())
 		}
+	}
+}
+
+// TestOptimizerBesideHF: the optimizer state of a model saved in Hugging
+// Face layout round-trips on its own.
+func TestOptimizerBesideHF(t *testing.T) {
+	cfg := sampleConfig()
+	cfg.QKVBias = true
+	m, opt := trainedPair(t, cfg)
+	dir := t.TempDir()
+	if err := SaveHF(dir, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOptimizer(dir, m); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("LoadOptimizer without the file: %v, want fs.ErrNotExist", err)
+	}
+	if err := WriteOptimizer(dir, m, opt); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadHF(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotOpt, err := LoadOptimizer(dir, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gm, gv := gotOpt.Moments()
+	wm, wv := opt.Moments()
+	if !bitsEqual(gm, wm) || !bitsEqual(gv, wv) || gotOpt.Steps() != opt.Steps() || gotOpt.WeightDecay != opt.WeightDecay {
+		t.Error("optimizer state differs after load")
+	}
+	other := sampleConfig()
+	other.DFF += 2
+	if _, err := LoadOptimizer(dir, testModel(t, other, 1)); err == nil || !strings.Contains(err.Error(), "shape") {
+		t.Errorf("optimizer of another shape: %v", err)
 	}
 }

@@ -16,6 +16,14 @@
 //     nothing about losses: the learner computes them, and their per-token
 //     gradients, with package algos.
 //   - AdamW, ClipGradNorm and Schedule (adamw.go).
+//   - LoRA adapters (lora.go, lora_backward.go): EnableLoRA adds PEFT-style
+//     adapters y = W·x + (Alpha/Rank)·B·(A·x) on any of q, k, v, o, gate,
+//     up and down (each its own A and B, also inside the fused wqkv and
+//     wgu) and freezes the base: Backward then computes the adapters'
+//     gradients only, and AdamW and ClipGradNorm act on them; Sample and
+//     Score compute with the merged weights; MergeLoRA folds them in.
+//     SavePEFT and LoadPEFT (peft.go) write and read them as a PEFT LoRA
+//     adapter directory (adapter_config.json, adapter_model.safetensors).
 //   - Sample (sample.go) with a KV cache, and Score (score.go), which shares
 //     one prompt's cache across many continuations. A prefix cache
 //     (prefixcache.go) keeps recent sequences' caches so the next turn of a

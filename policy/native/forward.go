@@ -99,6 +99,12 @@ type trainWorkspace struct {
 	dgu, dact         []float32 // [N·2F], [N·F]
 	dhsel             []float32 // [M·D]
 	dlogp, dent, dval []float32 // [M]
+
+	// With adapters: each layer's and group's x·Aᵀ ([N, k·r], lora.go),
+	// and the backward's scratch for dL/d(x·Aᵀ).
+	lora   bool // the last Forward applied adapters
+	loraU  [][numGroups][]float32
+	loraDU []float32
 }
 
 func growLayers(s [][]float32, layers, n int) [][]float32 {
@@ -151,6 +157,18 @@ func (w *trainWorkspace) ensure(m *Model, n, sel, nseq int) {
 	w.hdrLogp, w.hdrEnt, w.hdrVal = w.hdrLogp[:nseq], w.hdrEnt[:nseq], w.hdrVal[:nseq]
 }
 
+// ensureLoRA sizes the adapters' saved activations for n packed tokens.
+func (w *trainWorkspace) ensureLoRA(lo *LoRA, layers, n int) {
+	if len(w.loraU) != layers {
+		w.loraU = make([][numGroups][]float32, layers)
+	}
+	for l := range w.loraU {
+		for g := range numGroups {
+			w.loraU[l][g] = grow(w.loraU[l][g], n*lo.groupWidth(g))
+		}
+	}
+}
+
 // prefixOf returns the index of sequence i's shared prefix, or -1.
 func (b *Batch) prefixOf(i int) int {
 	if b.Prefix == nil {
@@ -170,6 +188,12 @@ func (m *Model) WorkspaceBytes(tokens, selected int) int64 {
 	perToken := L*perLayer + d + d + 1 + 3 + 2   // xs[L], xf, rstdF, outputs, tok/pos
 	perToken += 2*d + qkv + qd + 2*f + f         // backward dx, dtmp, dqkv, datt, dgu, dact
 	perSel := 2*d + v + 8                        // hsel, dhsel, logits, per-position scalars
+	if lo := m.lora; lo != nil {
+		for g := range numGroups {
+			perToken += L * lo.groupWidth(g) // x·Aᵀ of every layer and group
+		}
+		perToken += lo.maxGroupWidth() // backward scratch
+	}
 	return 4 * (int64(tokens)*int64(perToken) + int64(selected)*int64(perSel))
 }
 
@@ -239,8 +263,27 @@ func (m *Model) validate(b *Batch) (n, sel int, err error) {
 // Forward runs the model over a packed batch, returns log-probabilities,
 // entropies and values at the selected positions, and keeps the activations
 // needed by Backward (WorkspaceBytes estimates their size). The returned
-// Outputs alias the workspace.
+// Outputs alias the workspace. With adapters (EnableLoRA), each adapted
+// projection adds (Alpha/Rank)·B·(A·x) to its output.
 func (m *Model) Forward(ctx context.Context, b Batch) (*Outputs, error) {
+	out, err := m.forward(ctx, b, m.lora)
+	if err == nil {
+		m.ws.ready = true
+	}
+	return out, err
+}
+
+// ForwardBase is Forward without the adapters: the outputs of the frozen
+// base model, such as the KL reference of a run that trains adapters
+// (which, with B zero at the start, is the starting policy). Backward
+// cannot follow it. For a model without adapters it is Forward.
+func (m *Model) ForwardBase(ctx context.Context, b Batch) (*Outputs, error) {
+	return m.forward(ctx, b, nil)
+}
+
+// forward is Forward with the adapters lo (nil: none). It leaves the
+// workspace not ready for Backward.
+func (m *Model) forward(ctx context.Context, b Batch, lo *LoRA) (*Outputs, error) {
 	w := &m.ws
 	w.ready = false
 	n, sel, err := m.validate(&b)
@@ -248,6 +291,10 @@ func (m *Model) Forward(ctx context.Context, b Batch) (*Outputs, error) {
 		return nil, err
 	}
 	w.ensure(m, n, sel, len(b.Tokens))
+	w.lora = lo != nil
+	if lo != nil {
+		w.ensureLoRA(lo, m.cfg.Layers, n)
+	}
 	w.n, w.m, w.nseq = n, sel, len(b.Tokens)
 	// Pack: shared prefixes first, then the sequences.
 	w.seg.Start = append(w.seg.Start[:0], 0)
@@ -301,16 +348,28 @@ func (m *Model) Forward(ctx context.Context, b Batch) (*Outputs, error) {
 		// Attention: x → RMSNorm → QKV (+bias) → RoPE(Q,K) → causal attention → ·Wo, residual.
 		kern.RMSNorm(w.xn1[l], w.rstd1[l], x, p.attnNorm, n, d, c.NormEps)
 		linear(kern, w.qkv[l], w.xn1[l], p.wqkv, p.bqkv, n, d, qkvd, false)
+		if lo != nil {
+			lo.forward(kern, l, groupQKV, w.qkv[l], w.xn1[l], w.loraU[l][groupQKV], n)
+		}
 		kern.RoPE(w.qkv[l], n, qkvd, 0, c.Heads+c.KVHeads, c.HeadDim(), w.pos, m.ropeCos, m.ropeSin, false)
 		kern.Attention(w.att[l], qd, w.lse[l], w.qkv[l], qkvd, w.seg, c.Heads, c.KVHeads, c.HeadDim())
 		copy(w.xmid[l][:n*d], x)
 		linear(kern, w.xmid[l], w.att[l], p.wo, nil, n, qd, d, true)
+		if lo != nil {
+			lo.forward(kern, l, groupO, w.xmid[l], w.att[l], w.loraU[l][groupO], n)
+		}
 		// MLP: RMSNorm → [gate|up] → silu(gate)·up → ·Wdown, residual.
 		kern.RMSNorm(w.xn2[l], w.rstd2[l], w.xmid[l], p.mlpNorm, n, d, c.NormEps)
 		linear(kern, w.gu[l], w.xn2[l], p.wgu, nil, n, d, 2*f, false)
+		if lo != nil {
+			lo.forward(kern, l, groupGU, w.gu[l], w.xn2[l], w.loraU[l][groupGU], n)
+		}
 		kern.SwiGLU(w.act[l], w.gu[l], n, f)
 		copy(w.xs[l+1][:n*d], w.xmid[l])
 		linear(kern, w.xs[l+1], w.act[l], p.wdown, nil, n, f, d, true)
+		if lo != nil {
+			lo.forward(kern, l, groupDown, w.xs[l+1], w.act[l], w.loraU[l][groupDown], n)
+		}
 	}
 	kern.RMSNorm(w.xf, w.rstdF, w.xs[c.Layers], m.p.finalNorm, n, d, c.NormEps)
 
@@ -349,6 +408,5 @@ func (m *Model) Forward(ctx context.Context, b Batch) (*Outputs, error) {
 	if c.ValueHead {
 		out.Value = w.hdrVal
 	}
-	w.ready = true
 	return out, nil
 }

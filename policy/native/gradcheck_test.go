@@ -51,7 +51,8 @@ func ragged(rng *rand.Rand, b Batch, lo, hi float64) [][]float32 {
 type lossFunc func(out *Outputs, g *OutputGrads) float64
 
 // checkGradients compares Backward with central finite differences along a
-// random direction in every parameter tensor, and on the single entry with
+// random direction in every trained tensor (every parameter tensor, or the
+// adapters of a model with adapters), and on the single entry with
 // the largest gradient of each tensor. The forward runs in float32, so the
 // loss carries rounding noise of about 1e-7 relative; with a step of 1e-3 that
 // is about 2e-4 absolute in a finite difference. The tolerance is 1e-2
@@ -77,11 +78,12 @@ func checkGradients(t *testing.T, m *Model, b Batch, loss lossFunc) {
 	if err := m.Backward(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	grads := append([]float32(nil), m.Grads()...)
+	params, g0, tensors := m.trainable()
+	grads := append([]float32(nil), g0...)
 	rng := rand.New(rand.NewPCG(7, 7))
 	eps := gcEps
-	for _, ti := range m.Tensors() {
-		p := m.Params()[ti.Offset : ti.Offset+ti.Size]
+	for _, ti := range tensors {
+		p := params[ti.Offset : ti.Offset+ti.Size]
 		gr := grads[ti.Offset : ti.Offset+ti.Size]
 		// Directional derivative along u.
 		u := make([]float64, len(p))

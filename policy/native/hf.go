@@ -117,6 +117,12 @@ func LoadHF(dir string, maxSeq int) (*Model, error) {
 	return m, nil
 }
 
+// hfArchitectures are the config.json architectures LoadHF converts: the
+// causal language models of the supported model types. Any other head (a
+// classifier, a reward model) has tensors the native model lacks, and is
+// named in the error rather than reported as an unexpected tensor.
+var hfArchitectures = []string{"Qwen2ForCausalLM", "LlamaForCausalLM", "MistralForCausalLM"}
+
 // native converts the Hugging Face configuration.
 func (hc hfConfig) native(maxSeq int) (Config, error) {
 	cfg := Config{
@@ -131,6 +137,11 @@ func (hc hfConfig) native(maxSeq int) (Config, error) {
 		cfg.QKVBias = hc.AttentionBias != nil && *hc.AttentionBias
 	default:
 		return Config{}, fmt.Errorf("native: hf: model_type %q is not supported (want qwen2, llama or mistral)", hc.ModelType)
+	}
+	for _, a := range hc.Architectures {
+		if !slices.Contains(hfArchitectures, a) {
+			return Config{}, fmt.Errorf("native: hf: architecture %q is not supported (want one of %s)", a, strings.Join(hfArchitectures, ", "))
+		}
 	}
 	if hc.HiddenAct != "" && hc.HiddenAct != "silu" {
 		return Config{}, fmt.Errorf("native: hf: hidden_act %q is not supported (want silu)", hc.HiddenAct)
@@ -222,9 +233,13 @@ func (m *Model) hfParts() []hfPart {
 
 // SaveHF writes the model as a Hugging Face checkpoint (config.json and a
 // float32 model.safetensors) into dir, as model_type "qwen2" when it has QKV
-// biases and "llama" otherwise. A value head is not exported. The files are
-// written in place; the tokenizer files are the caller's.
+// biases and "llama" otherwise. A value head is not exported, and a model
+// with adapters is refused (SavePEFT writes them). The files are written in
+// place; the tokenizer files are the caller's.
 func SaveHF(dir string, m *Model) error {
+	if m.lora != nil {
+		return errLoRACheckpoint
+	}
 	c := m.cfg
 	hc := hfConfig{
 		HiddenSize: c.DModel, Layers: c.Layers, Heads: c.Heads, KVHeads: c.KVHeads,

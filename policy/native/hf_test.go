@@ -126,6 +126,7 @@ func TestHFErrors(t *testing.T) {
 		want string
 	}{
 		{"model type", editConfig("model_type", "gpt2"), "model_type"},
+		{"architecture", editConfig("architectures", []string{"Qwen2ForSequenceClassification"}), `architecture "Qwen2ForSequenceClassification"`},
 		{"rope scaling", editConfig("rope_scaling", map[string]any{"type": "yarn"}), "rope_scaling"},
 		{"activation", editConfig("hidden_act", "gelu"), "hidden_act"},
 		{"shape", editConfig("intermediate_size", 40), "shape"},

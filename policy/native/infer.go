@@ -82,36 +82,90 @@ type inferWeights struct {
 
 type packedWeights struct {
 	sig    uint64
-	layers []packedLayer
-	head   simd.PackedB
+	fast   bool          // packed for the CPU kernels
+	layers []packedLayer // with fast
+	head   simd.PackedB  // with fast
+	// lw are the layers' weights as inference computes with them: the
+	// model's own, or, with adapters and other kernels than the CPU's,
+	// copies with the adapters merged (the packings hold merged weights
+	// themselves).
+	lw []layer
 }
 
 type packedLayer struct {
 	qkv, o, gu, down simd.PackedB
 }
 
-// packedFor returns the weights packed for signature sig.
-func (m *Model) packedFor(sig uint64) *packedWeights {
-	if w := m.infer.cur.Load(); w != nil && w.sig == sig {
+// packedFor returns the weights for signature sig: packed when fast (the
+// CPU kernels), and the layer weights, with any adapters merged into both
+// (W + (Alpha/Rank)·B·A).
+func (m *Model) packedFor(sig uint64, fast bool) *packedWeights {
+	if w := m.infer.cur.Load(); w != nil && w.sig == sig && w.fast == fast {
 		return w
 	}
 	m.infer.mu.Lock()
 	defer m.infer.mu.Unlock()
-	if w := m.infer.cur.Load(); w != nil && w.sig == sig {
+	if w := m.infer.cur.Load(); w != nil && w.sig == sig && w.fast == fast {
 		return w
 	}
-	d, qd, _, qkvd, f, v := m.dims()
-	w := &packedWeights{sig: sig, layers: make([]packedLayer, m.cfg.Layers)}
+	d, _, _, _, _, v := m.dims()
+	w := &packedWeights{sig: sig, fast: fast, lw: m.p.layers}
+	lo := m.lora
+	if !fast {
+		if lo != nil {
+			w.lw = make([]layer, m.cfg.Layers)
+			for l := range w.lw {
+				w.lw[l] = m.p.layers[l]
+				for g := 0; g < numGroups; g++ {
+					if len(lo.layers[l].groups[g].blocks) > 0 {
+						merged := slices.Clone(m.baseMatrix(l, g))
+						lo.mergeInto(m.kern, merged, l, g)
+						w.lw[l].setMatrix(g, merged)
+					}
+				}
+			}
+		}
+		m.infer.cur.Store(w)
+		return w
+	}
+	// Merged weights go through one scratch matrix, packed at once.
+	var scratch []float32
+	pack := func(pb *simd.PackedB, l, g, in, out int) {
+		src := m.baseMatrix(l, g)
+		if lo != nil && len(lo.layers[l].groups[g].blocks) > 0 {
+			scratch = grow(scratch, len(src))
+			copy(scratch, src)
+			lo.mergeInto(m.kern, scratch, l, g)
+			src = scratch
+		}
+		pb.Pack(true, in, out, src, in)
+	}
+	_, qd, _, qkvd, f, _ := m.dims()
+	w.layers = make([]packedLayer, m.cfg.Layers)
 	for l := range w.layers {
-		p, pl := &m.p.layers[l], &w.layers[l]
-		pl.qkv.Pack(true, d, qkvd, p.wqkv, d)
-		pl.o.Pack(true, qd, d, p.wo, qd)
-		pl.gu.Pack(true, d, 2*f, p.wgu, d)
-		pl.down.Pack(true, f, d, p.wdown, f)
+		pl := &w.layers[l]
+		pack(&pl.qkv, l, groupQKV, d, qkvd)
+		pack(&pl.o, l, groupO, qd, d)
+		pack(&pl.gu, l, groupGU, d, 2*f)
+		pack(&pl.down, l, groupDown, f, d)
 	}
 	w.head.Pack(true, d, v, m.head(), d)
 	m.infer.cur.Store(w)
 	return w
+}
+
+// setMatrix replaces the weight that group g adapts.
+func (p *layer) setMatrix(g int, w []float32) {
+	switch g {
+	case groupQKV:
+		p.wqkv = w
+	case groupO:
+		p.wo = w
+	case groupGU:
+		p.wgu = w
+	default:
+		p.wdown = w
+	}
 }
 
 // dropPacked forgets the packed weights.
@@ -196,9 +250,8 @@ func (m *Model) newInferState() *inferState { return m.newInferStateSig(m.paramS
 func (m *Model) newInferStateSig(sig uint64) *inferState {
 	_, fast := m.kern.(*CPU)
 	s := &inferState{m: m, fast: fast, nw: workers(math.MaxInt32)}
-	if fast {
-		s.w = m.packedFor(sig)
-	} else {
+	s.w = m.packedFor(sig, fast)
+	if !fast {
 		s.nw = 1 // other kernels need not be safe for concurrent use
 	}
 	lds := (m.cfg.MaxSeq + 15) &^ 15
@@ -413,7 +466,7 @@ func (s *inferState) gemmCols(y, x []float32, rows, in, out int, w []float32, pw
 // keys and values in the caches.
 func (s *inferState) attnIn(l, lo, hi int) {
 	d, _, _, qkvd, _, _ := s.m.dims()
-	p := &s.m.p.layers[l]
+	p := &s.w.lw[l]
 	for r := lo; r < hi; r++ {
 		simd.RMSNorm(s.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], p.attnNorm, s.m.cfg.NormEps)
 	}
@@ -425,7 +478,7 @@ func (s *inferState) attnIn(l, lo, hi int) {
 // of rows [lo, hi) from their normed inputs xn.
 func (s *inferState) qkvCols(l, lo, hi int, xn []float32, j0, j1 int) {
 	d, _, _, qkvd, _, _ := s.m.dims()
-	p := &s.m.p.layers[l]
+	p := &s.w.lw[l]
 	if p.bqkv != nil {
 		for r := lo; r < hi; r++ {
 			copy(s.qkv[r*qkvd+j0:r*qkvd+j1], p.bqkv[j0:j1])
@@ -477,7 +530,7 @@ func (s *inferState) attnOut(l, lo, hi int) {
 	m := s.m
 	c := m.cfg
 	d, qd, _, _, f, _ := m.dims()
-	p := &m.p.layers[l]
+	p := &s.w.lw[l]
 	var po, pgu, pdown *simd.PackedB
 	if s.fast {
 		pl := &s.w.layers[l]

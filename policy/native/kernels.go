@@ -24,7 +24,8 @@ type Kernels interface {
 	// sqrt(mean(x²)+eps), and stores rstd = 1/rms(x) per row for the backward.
 	RMSNorm(out, rstd, x, w []float32, rows, dim int, eps float32)
 	// RMSNormBackward adds the gradient with respect to x into dx and with
-	// respect to w into dw, given dout = dL/d(out).
+	// respect to w into dw, given dout = dL/d(out). A nil dw (a frozen
+	// weight) skips the weight gradient.
 	RMSNormBackward(dx, dw, dout, x, w, rstd []float32, rows, dim int)
 
 	// RoPE rotates, in place, heads·headDim columns starting at col0 of each
@@ -103,6 +104,9 @@ func (k *CPU) RMSNormBackward(dx, dw, dout, x, w, rstd []float32, rows, dim int)
 			simd.RMSNormBackward(dx[r*dim:(r+1)*dim], dout[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim], w[:dim], rstd[r])
 		}
 	})
+	if dw == nil {
+		return
+	}
 	// The weight gradient is a reduction over rows: each fixed chunk of
 	// rows sums into its own partial, in row order, and the partials are
 	// added in chunk order, so the result does not depend on the number of

@@ -60,6 +60,7 @@ type Model struct {
 	version uint64 // bumped by every optimizer update
 	pcache  prefixCache
 	infer   inferWeights // packed copies of the weights for Sample and Score (infer.go)
+	lora    *LoRA        // adapters (lora.go); nil when training in full
 }
 
 // New builds a model with deterministic random weights drawn from a PCG
@@ -216,7 +217,9 @@ func (m *Model) SetKernels(k Kernels) { m.kern = k }
 func (m *Model) Params() []float32 { return m.params }
 
 // Grads returns the flat gradient vector, laid out like Params. Backward adds
-// into it; ZeroGrad clears it.
+// into it; ZeroGrad clears it. It is nil while the model has adapters
+// (EnableLoRA): the base weights are frozen, and the gradients are the
+// adapters' (LoRA.Grads).
 func (m *Model) Grads() []float32 { return m.grads }
 
 // Tensors lists the parameter tensors in storage order. The returned slice
@@ -233,11 +236,34 @@ func (m *Model) Tensor(name string) []float32 {
 	return nil
 }
 
-// NumParams returns the number of parameters.
+// NumParams returns the number of parameters of the base model (adapters
+// not included).
 func (m *Model) NumParams() int { return len(m.params) }
 
-// ZeroGrad clears the gradient vector.
-func (m *Model) ZeroGrad() { clear(m.grads) }
+// NumTrainable returns the number of parameters that Backward computes
+// gradients for and optimizers update: the adapters' while the model has
+// them, otherwise every parameter.
+func (m *Model) NumTrainable() int {
+	p, _, _ := m.trainable()
+	return len(p)
+}
+
+// trainable returns the trained parameters, their gradients and their
+// tensors: the adapters' while the model has them, the base model's
+// otherwise.
+func (m *Model) trainable() (params, grads []float32, tensors []TensorInfo) {
+	if lo := m.lora; lo != nil {
+		return lo.params, lo.grads, lo.tensors
+	}
+	return m.params, m.grads, m.tensors
+}
+
+// ZeroGrad clears the gradient of the trained parameters (the adapters'
+// while the model has them).
+func (m *Model) ZeroGrad() {
+	_, g, _ := m.trainable()
+	clear(g)
+}
 
 // dims returns frequently used sizes.
 func (m *Model) dims() (d, qd, kvd, qkv, f, v int) {
@@ -273,9 +299,9 @@ func (m *Model) checkTokens(what string, toks []int) error {
 }
 
 // Clone returns an independent copy of the model's configuration and
-// parameters (gradients, workspace and prefix cache start fresh), e.g. a
-// frozen reference policy for the KL penalty or the behaviour policy of an
-// asynchronous rollout worker.
+// parameters, adapters included (gradients, workspace and prefix cache
+// start fresh), e.g. a frozen reference policy for the KL penalty or the
+// behaviour policy of an asynchronous rollout worker.
 func (m *Model) Clone() *Model {
 	c, err := newZero(m.cfg)
 	if err != nil {
@@ -283,5 +309,10 @@ func (m *Model) Clone() *Model {
 	}
 	c.kern = m.kern
 	copy(c.params, m.params)
+	if m.lora != nil {
+		lo := m.lora.clone(c)
+		clear(lo.grads)
+		c.setLoRA(lo)
+	}
 	return c
 }

@@ -547,7 +547,7 @@ func (t *team) round(ws *inferWorker, u *decodeUnit, c int) {
 		s.logits = grow(s.logits, n*v)
 	}
 	for l := 0; l < cfg.Layers; l++ {
-		p, pl := &m.p.layers[l], &s.w.layers[l]
+		p, pl := &s.w.lw[l], &s.w.layers[l]
 		// Both members norm the input, each into its own buffer.
 		for r := 0; r < n; r++ {
 			simd.RMSNorm(ws.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], p.attnNorm, cfg.NormEps)

@@ -85,11 +85,15 @@
 // sequences (prompts × n). max_tokens 0 is accepted only with echo (the
 // prompt is scored, nothing is generated).
 //
-// Vocabulary: when the policy has a method Tokenizer() *tokenizer.Tokenizer
-// (policy/local does), the server checks token ids against its vocabulary,
-// knows the special tokens (skip_special_tokens) and reads each token's
-// bytes from it. Otherwise ids are checked by the policy and tokens are
-// decoded one by one with Decode. add_special_tokens on a text prompt
-// prepends what the chat template writes for an empty conversation
-// (<|bos|> for the agentrl template).
+// Vocabulary: when the policy has the methods VocabSize() int,
+// IsSpecialToken(id int) bool and TokenBytes(id int) ([]byte, error)
+// (policy/local's does, with the agentrl tokenizer or a Hugging Face one),
+// the server checks token ids against its vocabulary, knows the special
+// tokens (skip_special_tokens) and reads each token's bytes from it.
+// Otherwise ids are checked by the policy and tokens are decoded one by one
+// with Decode. add_special_tokens on a text prompt prepends the policy's
+// TextPrefix() []int when it has that method (policy/local's: <|bos|> for
+// the agentrl tokenizer; for a Hugging Face one what its post-processor
+// adds, as vLLM does: <|begin_of_text|> for Llama 3, nothing for Qwen),
+// and otherwise what the chat template writes for an empty conversation.
 package serve

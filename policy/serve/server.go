@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/tokenizer"
 )
 
 // Options configure a Server. The zero value serves with the defaults.
@@ -99,7 +98,7 @@ type Server struct {
 	p     policy.Policy
 	opts  Options
 	model string
-	tok   *tokenizer.Tokenizer // nil when the policy has none
+	vocab vocabularyPolicy // nil when the policy does not describe its vocabulary
 	log   *slog.Logger
 	batch *batcher
 	mux   map[string]route
@@ -113,10 +112,16 @@ type route struct {
 	handler func(w http.ResponseWriter, r *http.Request)
 }
 
-// tokenizerPolicy is implemented by policies that expose their tokenizer,
-// such as policy/local.
-type tokenizerPolicy interface {
-	Tokenizer() *tokenizer.Tokenizer
+// vocabularyPolicy is implemented by policies that describe their
+// vocabulary, such as policy/local's (with the agentrl tokenizer or a
+// Hugging Face one).
+type vocabularyPolicy interface {
+	// VocabSize is the number of token ids the model accepts.
+	VocabSize() int
+	// IsSpecialToken reports whether skip_special_tokens drops id.
+	IsSpecialToken(id int) bool
+	// TokenBytes returns the bytes of token id.
+	TokenBytes(id int) ([]byte, error)
 }
 
 // New returns a Server for p. Close it to stop its batching goroutine.
@@ -129,8 +134,8 @@ func New(p policy.Policy, opts Options) *Server {
 	if s.model == "" {
 		s.model = "agentrl"
 	}
-	if tp, ok := p.(tokenizerPolicy); ok {
-		s.tok = tp.Tokenizer()
+	if vp, ok := p.(vocabularyPolicy); ok {
+		s.vocab = vp
 	}
 	s.batch = newBatcher(p, opts.BatchWindow, opts.MaxBatch, opts.MaxConcurrentBatches, opts.Logger)
 	s.mux = map[string]route{
@@ -367,19 +372,30 @@ func (s *Server) checkIDs(param string, ids []int) error {
 }
 
 func (s *Server) vocabSize() int {
-	if s.tok == nil {
+	if s.vocab == nil {
 		return 0
 	}
-	return s.tok.VocabSize()
+	return s.vocab.VocabSize()
 }
 
-func (s *Server) isSpecial(id int) bool { return s.tok != nil && tokenizer.IsSpecial(id) }
+func (s *Server) isSpecial(id int) bool { return s.vocab != nil && s.vocab.IsSpecialToken(id) }
+
+// textPrefixPolicy is implemented by policies that know the ids their
+// tokenizer puts before a text it encodes with special tokens, such as
+// policy/local's.
+type textPrefixPolicy interface {
+	TextPrefix() []int
+}
 
 // textPrefix returns the ids add_special_tokens puts before a text prompt:
-// what the chat template renders for an empty conversation.
+// the policy's TextPrefix, or else what the chat template renders for an
+// empty conversation.
 func (s *Server) textPrefix(ctx context.Context) ([]int, error) {
 	s.prefixMu.Lock()
 	defer s.prefixMu.Unlock()
+	if tp, ok := s.p.(textPrefixPolicy); ok && s.prefix == nil {
+		s.prefix = append([]int{}, tp.TextPrefix()...)
+	}
 	if s.prefix == nil {
 		ids, err := s.p.RenderChat(ctx, []policy.Message{}, false)
 		if err != nil {
@@ -412,8 +428,8 @@ func (s *Server) encodeText(ctx context.Context, text string, special bool) ([]i
 func (s *Server) tokenBytes(ctx context.Context, ids []int) ([][]byte, error) {
 	out := make([][]byte, len(ids))
 	for i, id := range ids {
-		if s.tok != nil {
-			b, err := s.tok.TokenBytes(id)
+		if s.vocab != nil {
+			b, err := s.vocab.TokenBytes(id)
 			if err != nil {
 				return nil, err
 			}
@@ -436,7 +452,7 @@ func (s *Server) decodeText(ctx context.Context, ids []int, stopped, skipSpecial
 	if stopped && !includeStop && len(ids) > 0 {
 		ids = ids[:len(ids)-1]
 	}
-	if skipSpecial && s.tok != nil {
+	if skipSpecial && s.vocab != nil {
 		ids = slices.DeleteFunc(slices.Clone(ids), s.isSpecial)
 	}
 	if len(ids) == 0 {
