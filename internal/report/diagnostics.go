@@ -41,20 +41,15 @@ func DiagnosticsTable(arms []Arm) string {
 		line := "| " + a.Label + " |"
 		logged := false
 		for _, c := range diagnosticColumns {
-			var vals []float64
-			for _, r := range a.Runs {
-				if v, ok := r.Late(c.key); ok {
-					vals = append(vals, v)
-				}
-			}
-			if len(vals) == 0 {
+			v, ok := lateMean(a.Runs, c.key)
+			if !ok {
 				line += " |"
 				continue
 			}
 			logged = true
-			cell := fmt.Sprintf("%.3f", meanOf(vals))
+			cell := fmt.Sprintf("%.3f", v)
 			if c.key == "train/response_length" {
-				cell = fmt.Sprintf("%.1f", meanOf(vals))
+				cell = fmt.Sprintf("%.1f", v)
 			}
 			if c.key == "collapse_first_turn_sample/retrieval_accuracy" {
 				if ch, ok := lateMean(a.Runs, "collapse_first_turn_sample/retrieval_chance_level"); ok {

@@ -91,10 +91,11 @@ type Study struct {
 // metric is the curve a study compares.
 const metric = "val-env/success"
 
-type setFlags []string
+// SetFlags is a repeatable -set KEY=VALUE flag (flag.Value).
+type SetFlags []string
 
-func (s *setFlags) String() string     { return strings.Join(*s, " ") }
-func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
+func (s *SetFlags) String() string     { return strings.Join(*s, " ") }
+func (s *SetFlags) Set(v string) error { *s = append(*s, v); return nil }
 
 // QuickSets are the -quick settings: 30 RL steps after a warm start of a
 // third of the shipped length, so that the whole suite's quick version
@@ -102,10 +103,10 @@ func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
 // that every arm runs and point the way; they are not results.
 var QuickSets = []string{"run.steps=30", "warm_start.steps=2000"}
 
-// Quick is the -quick version every script uses: one seed of QuickSets,
-// in its own directory.
+// Quick makes s the -quick version every script uses: one seed of
+// QuickSets, in its own directory and results sections.
 func Quick(s *Study) {
-	s.Seeds, s.Out = 1, s.Out+"-quick"
+	s.Quick, s.Seeds, s.Out = true, 1, s.Out+"-quick"
 	s.Sets = append(s.Sets, QuickSets...)
 }
 
@@ -126,7 +127,7 @@ const RAGENWeighting = "algo.micro_batch_weighting=true"
 // (-quick applies Quick). It exits the process on error.
 func Main(def Study) {
 	s := def
-	var sets setFlags
+	var sets SetFlags
 	var arms, configs string
 	var quickFlag bool
 	flag.StringVar(&arms, "arms", joinArms(def.Arms), "comma-separated arms: PRESET or LABEL=PRESET+KEY=VALUE+…")
@@ -147,7 +148,6 @@ func Main(def Study) {
 	s.Configs = strings.Split(configs, ",")
 	s.Sets = append(s.Sets, sets...)
 	if quickFlag {
-		s.Quick = true
 		Quick(&s)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

@@ -76,32 +76,7 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 	opt := NewAdamW(m, 0.9, 0.95, 1e-8, 0.01)
 	batch := trainBatch(cfg, 8, 256)
-	mask := make([][]bool, len(batch.Tokens))
-	for i, s := range batch.Tokens {
-		mask[i] = make([]bool, len(s))
-		for t := 1; t < len(s); t++ {
-			mask[i][t] = true
-		}
-	}
-	ctx := context.Background()
-	var g OutputGrads
-	step := func() {
-		m.ZeroGrad()
-		out, err := m.Forward(ctx, batch)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := sftGrads(out, mask, &g); err != nil {
-			b.Fatal(err)
-		}
-		if err := m.Backward(ctx, g); err != nil {
-			b.Fatal(err)
-		}
-		ClipGradNorm(m, 1)
-		if err := opt.Update(m, 1e-3); err != nil {
-			b.Fatal(err)
-		}
-	}
+	step := sftStep(b, m, opt, batch, 1e-3)
 	stop := recordGemms()
 	step() // warm the workspace and record the GEMM shapes
 	calls := stop()
@@ -385,4 +360,36 @@ func BenchmarkSampleMultiTurn(b *testing.B) {
 	b.ReportMetric(tc.Seconds()/float64(b.N), "cached-s/rollout")
 	b.ReportMetric(tu.Seconds()/float64(b.N), "uncached-s/rollout")
 	b.ReportMetric(tu.Seconds()/tc.Seconds(), "speedup")
+}
+
+// sftStep returns one supervised optimizer step on batch (every token after
+// the first of each sequence trained), as the training-step benchmarks time
+// it: forward, the SFT loss's output gradients, backward, clipping, AdamW.
+func sftStep(b *testing.B, m *Model, opt *AdamW, batch Batch, lr float32) func() {
+	mask := make([][]bool, len(batch.Tokens))
+	for i, s := range batch.Tokens {
+		mask[i] = make([]bool, len(s))
+		for t := 1; t < len(s); t++ {
+			mask[i][t] = true
+		}
+	}
+	ctx := context.Background()
+	var g OutputGrads
+	return func() {
+		m.ZeroGrad()
+		out, err := m.Forward(ctx, batch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := sftGrads(out, mask, &g); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Backward(ctx, g); err != nil {
+			b.Fatal(err)
+		}
+		ClipGradNorm(m, 1)
+		if err := opt.Update(m, lr); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package native
 
 import (
-	"context"
 	"os"
 	"strconv"
 	"testing"
@@ -53,34 +52,8 @@ func BenchmarkLoRATrainStep(b *testing.B) {
 		b.Fatal(err)
 	}
 	batch := trainBatch(cfg, nseq, seq)
-	mask := make([][]bool, nseq)
-	for i := range mask {
-		mask[i] = make([]bool, seq)
-		for t := 1; t < seq; t++ {
-			mask[i][t] = true
-		}
-	}
-	ctx := context.Background()
 	run := func(b *testing.B) {
-		opt := NewAdamW(m, 0.9, 0.999, 1e-8, 0)
-		var g OutputGrads
-		step := func() {
-			m.ZeroGrad()
-			out, err := m.Forward(ctx, batch)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := sftGrads(out, mask, &g); err != nil {
-				b.Fatal(err)
-			}
-			if err := m.Backward(ctx, g); err != nil {
-				b.Fatal(err)
-			}
-			ClipGradNorm(m, 1)
-			if err := opt.Update(m, 1e-4); err != nil {
-				b.Fatal(err)
-			}
-		}
+		step := sftStep(b, m, NewAdamW(m, 0.9, 0.999, 1e-8, 0), batch, 1e-4)
 		step()
 		b.ResetTimer()
 		start := time.Now()

@@ -40,15 +40,10 @@ type options struct {
 	quick, report, fre bool
 }
 
-type setFlags []string
-
-func (s *setFlags) String() string     { return strings.Join(*s, " ") }
-func (s *setFlags) Set(v string) error { *s = append(*s, v); return nil }
-
 func main() {
 	var o options
 	var only string
-	var sets setFlags
+	var sets study.SetFlags
 	flag.StringVar(&only, "only", "", "comma-separated experiments to run (default: all of "+strings.Join(names(ragen2.Suite()), ", ")+")")
 	flag.StringVar(&o.cache, "cache", "runs/ragen2/cache", "warm-start cache shared by every experiment")
 	flag.StringVar(&o.results, "results", "", "markdown file whose sections are replaced (plots go beside it)")
@@ -102,7 +97,6 @@ func run(ctx context.Context, suite []study.Study, o options, w io.Writer) error
 		}
 		s.Sets = append(append(s.Sets, "warm_start.cache_dir="+o.cache), o.sets...)
 		if o.quick {
-			s.Quick = true
 			study.Quick(&s)
 		}
 		s.Results, s.ReportOnly, s.Fresh = o.results, o.report, o.fre
