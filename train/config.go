@@ -242,6 +242,11 @@ type WarmStartConfig struct {
 	// CacheDir holds warm-started checkpoints keyed by the config that
 	// produced them, so the stage runs once.
 	CacheDir string `yaml:"cache_dir"`
+	// EnvConfig, when set, overrides keys of env.config for the
+	// demonstrations only: for example a deterministic lake
+	// (success_rate: 1) for the warm start of runs on a slippery one, so
+	// that runs on every slip rate start from the same model.
+	EnvConfig yaml.Node `yaml:"env_config"`
 }
 
 // CheckpointConfig schedules checkpoints.

@@ -112,6 +112,11 @@ func (t *Trainer) identity() (runIdentity, error) {
 		// recorded before they existed still match.
 		deletePrefix(flat, loraPrefix)
 	}
+	if flat["warm_start.env_config"] == "" {
+		// Unset, it changes nothing, and runs recorded before it existed
+		// still match.
+		delete(flat, "warm_start.env_config")
+	}
 	id := runIdentity{Format: identityFormat, Env: c.Env.Name, Config: map[string]string{}}
 	for k, v := range flat {
 		if notIdentity[k] {

@@ -593,8 +593,25 @@ func TestWarmStartCacheFollowsTheDemonstrations(t *testing.T) {
 	if a, b := keyOf("validation.env_config.max_steps=50"), keyOf("validation.env_config.max_steps=50"); a != b {
 		t.Errorf("two starts of one config gave cache keys %s and %s", a, b)
 	}
-	if keyOf("validation.env_config.max_steps=50") == keyOf("validation.env_config.max_steps=60") {
-		t.Error("validation.env_config does not change the cache key")
+	// Settings the warm start never reads do not split the cache: the
+	// runs of a sweep over them share one starting model.
+	if keyOf("validation.env_config.max_steps=50") != keyOf("validation.env_config.max_steps=60") {
+		t.Error("validation.env_config, which the warm start never reads, changed the cache key")
+	}
+	if keyOf("rollout.sampling.max_tokens=24") != keyOf("rollout.sampling.max_tokens=96", "rollout.sampling.temperature=0.5") {
+		t.Error("rollout.sampling, which the warm start never reads, changed the cache key")
+	}
+	// warm_start.env_config is what the demonstrations are played on:
+	// a setting there counts as in env.config, and one equal to env.config's
+	// own value is no change at all.
+	if keyOf("warm_start.env_config.max_steps=50") == keyOf() {
+		t.Error("warm_start.env_config does not change the cache key")
+	}
+	if keyOf("warm_start.env_config.max_steps=50") != keyOf("env.config.max_steps=50") {
+		t.Error("warm_start.env_config and env.config saying the same gave different cache keys")
+	}
+	if keyOf("env.config.max_steps=60", "warm_start.env_config.max_steps=50") != keyOf("env.config.max_steps=50") {
+		t.Error("a warm start on the same demonstration environment did not share the cache key")
 	}
 	if keyOf("rollout.concurrency=1") != keyOf("rollout.concurrency=3") {
 		t.Error("rollout.concurrency, which changes no result, changed the cache key")

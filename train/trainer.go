@@ -56,13 +56,14 @@ type Options struct {
 
 // Trainer runs one training configuration.
 type Trainer struct {
-	cfg        Config
-	log        *slog.Logger
-	console    io.Writer
-	configPath string
-	factory    *envs.Factory
-	valFactory *envs.Factory    // the validation environment (env.config with validation.env_config over it)
-	now        func() time.Time // the clock; only logs and timings read it
+	cfg         Config
+	log         *slog.Logger
+	console     io.Writer
+	configPath  string
+	factory     *envs.Factory
+	valFactory  *envs.Factory    // the validation environment (env.config with validation.env_config over it)
+	demoFactory *envs.Factory    // the warm start's demonstrations (env.config with warm_start.env_config over it)
+	now         func() time.Time // the clock; only logs and timings read it
 
 	// valKeys are the layouts (initial observations) of the validation
 	// levels; no warm-start or training level may share one.
@@ -96,8 +97,16 @@ func New(cfg Config, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("validation.env_config: %w", err)
 	}
+	demoNode, err := yamlpath.Merge(&cfg.Env.Config, &cfg.WarmStart.EnvConfig)
+	if err != nil {
+		return nil, fmt.Errorf("warm_start.env_config: %w", err)
+	}
+	demoFactory, err := envs.NewFactory(cfg.Env.Name, demoNode)
+	if err != nil {
+		return nil, fmt.Errorf("warm_start.env_config: %w", err)
+	}
 	t := &Trainer{cfg: cfg, log: opts.Logger, console: opts.Console, configPath: opts.ConfigPath, factory: factory,
-		valFactory: valFactory, now: time.Now}
+		valFactory: valFactory, demoFactory: demoFactory, now: time.Now}
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}

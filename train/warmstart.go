@@ -44,7 +44,10 @@ type warmStartResult struct {
 // result is reused only for the same inputs: the settings, and the
 // demonstrations' text itself, so that a change to an environment or its
 // expert (new observations, other actions or rationales) is never answered
-// with a model trained on the old ones.
+// with a model trained on the old ones. Settings the stage never reads are
+// left out, so that runs differing only in them share one warm start:
+// validation, and the rollout's sampling (the demonstrations are the
+// expert's, not sampled; their text is in the key anyway).
 func (t *Trainer) warmStartKey(demos []rollout.Trajectory) (string, error) {
 	c := t.cfg
 	// The settings as dotted YAML keys, as in the run identity: printing
@@ -54,16 +57,18 @@ func (t *Trainer) warmStartKey(demos []rollout.Trajectory) (string, error) {
 	for _, part := range []struct {
 		prefix string
 		v      any
-	}{{"env.config", t.factory.Config()}, {"rollout", c.Rollout}, {"model", c.Model},
-		{"warm_start", c.WarmStart}, {"validation", c.Validation}} {
+	}{{"env.config", t.demoFactory.Config()}, {"rollout", c.Rollout}, {"model", c.Model},
+		{"warm_start", c.WarmStart}} {
 		if err := flattenYAML(part.prefix, part.v, flat); err != nil {
 			return "", err
 		}
 	}
 	// The warm start trains every weight; adapters come after it.
 	deletePrefix(flat, loraPrefix)
+	deletePrefix(flat, "rollout.sampling")
+	deletePrefix(flat, "warm_start.env_config") // merged into env.config above
 	h := sha256.New()
-	fmt.Fprintf(h, "v4|env=%s|seed=%d\n", c.Env.Name, c.Run.Seed)
+	fmt.Fprintf(h, "v5|env=%s|seed=%d\n", c.Env.Name, c.Run.Seed)
 	for _, k := range slices.Sorted(maps.Keys(flat)) {
 		if !notIdentity[k] {
 			fmt.Fprintf(h, "%s=%s\n", k, flat[k])
@@ -122,7 +127,7 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 	if !c.WarmStart.Enabled {
 		perturb = 0
 	}
-	demos, err := rollout.Demonstrate(ctx, c.Rollout, t.factory, seeds,
+	demos, err := rollout.Demonstrate(ctx, c.Rollout, t.demoFactory, seeds,
 		rollout.DemoOptions{Perturb: perturb, Brief: c.WarmStart.Rationale == "brief", Seed: c.Run.Seed})
 	if err != nil {
 		return nil, err

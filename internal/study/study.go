@@ -32,6 +32,26 @@ type Arm struct {
 	Label  string
 	Preset string
 	Sets   []string
+	// Configs, when set, limits the arm to these of the study's configs
+	// (a comparison that one environment answers); the command printed
+	// for each config's section lists the arms that ran on it.
+	Configs []string
+}
+
+// runsOn reports whether the arm runs on config.
+func (a Arm) runsOn(config string) bool {
+	return len(a.Configs) == 0 || slices.Contains(a.Configs, config)
+}
+
+// armsFor are the study's arms that run on config.
+func (s *Study) armsFor(config string) []Arm {
+	var out []Arm
+	for _, a := range s.Arms {
+		if a.runsOn(config) {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // ParseArm reads "PRESET" or "LABEL=PRESET+KEY=VALUE+…".
@@ -141,9 +161,11 @@ func Main(def Study) {
 	flag.BoolVar(&s.ReportOnly, "report", false, "train nothing: report the finished runs in -out")
 	flag.BoolVar(&quickFlag, "quick", false, "the short version (fewer seeds and steps; its own -out)")
 	flag.Parse()
-	var err error
-	if s.Arms, err = parseArms(arms); err != nil {
-		fail(def.Name, err)
+	if arms != joinArms(def.Arms) { // the defaults keep their per-config limits
+		var err error
+		if s.Arms, err = parseArms(arms); err != nil {
+			fail(def.Name, err)
+		}
 	}
 	s.Configs = strings.Split(configs, ",")
 	s.Sets = append(s.Sets, sets...)
@@ -225,7 +247,7 @@ func (s *Study) Run(ctx context.Context) error {
 	}
 	for _, config := range s.Configs {
 		var arms []report.Arm
-		for _, a := range s.Arms {
+		for _, a := range s.armsFor(config) {
 			ra := report.Arm{Label: a.Label}
 			for seed := 1; seed <= s.Seeds; seed++ {
 				dir := s.runDir(config, a, seed)
@@ -270,7 +292,7 @@ func (s *Study) Run(ctx context.Context) error {
 func (s *Study) WallTime() (time.Duration, int, error) {
 	total, n := 0.0, 0
 	for _, config := range s.Configs {
-		for _, a := range s.Arms {
+		for _, a := range s.armsFor(config) {
 			for seed := 1; seed <= s.Seeds; seed++ {
 				r, err := report.Load(s.runDir(config, a, seed))
 				if err != nil {
@@ -318,13 +340,14 @@ func BeginMarker(key, command string) string {
 // EndMarker ends the section key.
 func EndMarker(key string) string { return fmt.Sprintf("<!-- %s:end -->", key) }
 
-// commandLine is the command that reproduces the study, for the header.
-func (s *Study) commandLine() string {
+// commandLine is the command that reproduces the study's runs on config,
+// for the header of its section.
+func (s *Study) commandLine(config string) string {
 	parts := []string{s.Command}
 	if s.Quick {
 		parts = append(parts, "-quick")
 	}
-	parts = append(parts, "-arms '"+joinArms(s.Arms)+"'", "-configs "+strings.Join(s.Configs, ","), fmt.Sprintf("-seeds %d", s.Seeds))
+	parts = append(parts, "-arms '"+joinArms(s.armsFor(config))+"'", "-configs "+strings.Join(s.Configs, ","), fmt.Sprintf("-seeds %d", s.Seeds))
 	for _, kv := range s.Sets {
 		parts = append(parts, "-set "+kv)
 	}
@@ -366,7 +389,7 @@ func (s *Study) Section(config string, arms []report.Arm, plotFile string) strin
 	}
 	fmt.Fprintf(&b, "%s\n", BeginMarker(key, s.markerCommand()))
 	fmt.Fprintf(&b, "`%s`: %d seed(s) per arm on `%s`; these runs took %s in all on 2 cores (warm starts included, each built once per seed).\n\n",
-		s.commandLine(), s.Seeds, config, (time.Duration(total) * time.Second).Round(time.Second))
+		s.commandLine(config), s.Seeds, config, (time.Duration(total) * time.Second).Round(time.Second))
 	if s.Note != "" {
 		b.WriteString(s.Note + "\n\n")
 	}

@@ -94,3 +94,22 @@ func TestQuickSectionsAreTheirOwn(t *testing.T) {
 		t.Errorf("quick key %q, command %q", k, c)
 	}
 }
+
+// TestArmLimitedToConfigs checks that an arm limited to some configs runs,
+// and is reported and reproduced, on those alone.
+func TestArmLimitedToConfigs(t *testing.T) {
+	s := Study{Name: "f", Command: "go run ./scripts/f", Configs: []string{"configs/a.yaml", "configs/b.yaml"}, Seeds: 1,
+		Arms: []Arm{{Label: "GRPO", Preset: "GRPO"}, {Label: "PPO", Preset: "PPO", Configs: []string{"configs/a.yaml"}}}}
+	if got := s.armsFor("configs/a.yaml"); len(got) != 2 {
+		t.Errorf("config a: %d arms, want 2", len(got))
+	}
+	if got := s.armsFor("configs/b.yaml"); len(got) != 1 || got[0].Label != "GRPO" {
+		t.Errorf("config b: arms %v, want GRPO alone", got)
+	}
+	if c := s.commandLine("configs/b.yaml"); strings.Contains(c, "PPO") || !strings.Contains(c, "-arms 'GRPO'") {
+		t.Errorf("config b's command %q", c)
+	}
+	if c := s.commandLine("configs/a.yaml"); !strings.Contains(c, "-arms 'GRPO,PPO'") {
+		t.Errorf("config a's command %q", c)
+	}
+}

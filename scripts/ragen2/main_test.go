@@ -37,7 +37,7 @@ func TestSuiteRunsAndTimesEachExperiment(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"<!-- miproxy:begin", "<!-- slip:begin", "| M16 | 1 |", "| s1.0-filter | 1 |",
-		"<!-- ragen2:begin", "| miproxy | `go run ./scripts/miproxy` | 2 |", "| slip | `go run ./scripts/slip` | 2 |", "| **all** |"} {
+		"<!-- ragen2:begin", "| miproxy | `go run ./scripts/miproxy` | 2 |", "| slip | `go run ./scripts/slip` | 2 |", "| **all** |", "| end to end (builds, reports and cached runs included) | `go run ./scripts/ragen2` |"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("results lack %q:\n%s", want, data)
 		}

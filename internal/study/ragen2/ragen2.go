@@ -43,8 +43,8 @@ func with(base []string, more ...string) []string { return append(slices.Clone(b
 // guide's, linear without them) and StarPO-S's top-k 0.25, under GRPO and
 // PPO, on Sokoban and FrozenLake, 3 seeds each. PPO arms weigh the loss as
 // RAGEN does in effect (study.RAGENWeighting); one more arm repeats the
-// main-table setting with the mini-batch token-mean, to tell whether that
-// choice matters.
+// main-table setting with the mini-batch token-mean on Sokoban, to tell
+// whether that choice matters.
 func Filtering() study.Study {
 	s := study.Study{
 		Name: "filtering", Command: "go run ./scripts/filtering",
@@ -52,7 +52,7 @@ func Filtering() study.Study {
 		Seeds:   3, Out: "runs/filtering", Threshold: 0.85, Sets: []string{Steps},
 		Note: "Filters: nofilter (top-p 1, every group); topp-softmax (top-p 0.9, softmax, zero-spread groups kept: the paper's main table); " +
 			"topp-linear (top-p 0.9, linear, zero-spread groups dropped: the guide's); topk (the top 25% of groups: StarPO-S). " +
-			"PPO arms weigh the loss as RAGEN does in effect (algo.micro_batch_weighting: every sequence equally); PPO-topp-softmax-tokenmean is the main-table arm with the mini-batch token-mean instead. 150 RL steps.",
+			"PPO arms weigh the loss as RAGEN does in effect (algo.micro_batch_weighting: every sequence equally); PPO-topp-softmax-tokenmean (Sokoban only) is the main-table arm with the mini-batch token-mean instead. 150 RL steps.",
 	}
 	for _, algo := range []string{"GRPO", "PPO"} {
 		for _, f := range filters {
@@ -63,7 +63,10 @@ func Filtering() study.Study {
 			s.Arms = append(s.Arms, study.Arm{Label: algo + "-" + f.name, Preset: algo, Sets: sets})
 		}
 	}
-	s.Arms = append(s.Arms, study.Arm{Label: "PPO-topp-softmax-tokenmean", Preset: "PPO", Sets: filters[1].sets})
+	// The weighting question is answered on Sokoban, where the replies'
+	// lengths vary most; on FrozenLake every arm ends level.
+	s.Arms = append(s.Arms, study.Arm{Label: "PPO-topp-softmax-tokenmean", Preset: "PPO", Sets: filters[1].sets,
+		Configs: []string{"configs/sokoban.yaml"}})
 	return s
 }
 
@@ -71,19 +74,24 @@ func Filtering() study.Study {
 // every 25 steps in 4 reward-std buckets (analysis.gradient_every).
 var gradientSets = []string{"analysis.gradient_every=25", "analysis.gradient_buckets=4"}
 
+// stopIncoherent makes the collapse alarm end a run whose reasoning has
+// dissolved into random tokens: nothing is learned after that (success
+// falls to 0 and stays there), so the steps are saved.
+const stopIncoherent = "collapse.alarm.stop_on=[incoherent]"
+
 // Collapse is the attempt to induce template collapse: PPO on Sokoban with
 // a strong entropy bonus (0.03, 0.05, 0.1; no KL) or KL loss (0.1; no
 // entropy bonus), without and with the SNR filter, 2 seeds each, with the
 // gradient analysis on so the regularisers' share of the update is
-// measured. The quick 100-step sweep showed that 0.001–0.03 leave the
+// measured, and the alarm stopping runs that turn incoherent. The quick 100-step sweep showed that 0.001–0.03 leave the
 // policy in place; these are the coefficients where something can happen.
 func Collapse() study.Study {
 	s := study.Study{
 		Name: "collapse", Command: "go run ./scripts/collapse",
 		Configs: []string{"configs/sokoban.yaml"},
-		Seeds:   2, Out: "runs/collapse", Threshold: 0.85, Sets: with(gradientSets, Steps),
+		Seeds:   2, Out: "runs/collapse", Threshold: 0.85, Sets: with(gradientSets, Steps, stopIncoherent),
 		Note: "PPO (RAGEN's effective loss weighting); entN: entropy_coeff N (no KL); klN: a low_var_kl loss of coefficient N (entropy 0); nofilter or the SNR filter (top-p 0.9 linear); 150 RL steps. " +
-			"Gradient terms measured every 25 steps in 4 reward-std buckets.",
+			"Gradient terms measured every 25 steps in 4 reward-std buckets. The collapse alarm stops a run whose reasoning turns incoherent (collapse.alarm.stop_on).",
 	}
 	for _, f := range onOff {
 		for _, c := range []string{"0.03", "0.05", "0.1"} {
@@ -98,13 +106,16 @@ func Collapse() study.Study {
 
 // Slip is the FrozenLake slip-rate sweep (when does the filter help?):
 // success_rate 1, 0.6 and 1/3 (Gymnasium's is_slippery), GRPO without
-// and with the SNR filter, 3 seeds each.
+// and with the SNR filter, 3 seeds each. The warm start is the same for
+// every rate (demonstrations on the deterministic lake), as the paper
+// starts every rate from one model; only RL sees the slip.
 func Slip() study.Study {
 	s := study.Study{
 		Name: "slip", Command: "go run ./scripts/slip",
 		Configs: []string{"configs/frozenlake.yaml"},
-		Seeds:   3, Out: "runs/slip", Threshold: 0.6, Sets: []string{Steps},
-		Note: "GRPO on FrozenLake; sN: env.config.success_rate N for training and validation; nofilter or the SNR filter (top-p 0.9 linear); 150 RL steps.",
+		Seeds:   3, Out: "runs/slip", Threshold: 0.6, Sets: []string{Steps, "warm_start.env_config.success_rate=1"},
+		Note: "GRPO on FrozenLake; sN: env.config.success_rate N for training and validation; every arm of a seed starts from the same warm start, on the deterministic lake (warm_start.env_config.success_rate=1); " +
+			"nofilter or the SNR filter (top-p 0.9 linear); 150 RL steps.",
 	}
 	for _, rate := range []string{"1.0", "0.6", "0.333"} {
 		for _, f := range onOff {
@@ -118,13 +129,13 @@ func Slip() study.Study {
 // SingleTurn asks whether collapse differs in single-turn settings: the
 // bandit and Countdown configs under PPO without the filter, at the
 // shipped entropy bonus (0.001) and at the two strongest of Collapse, 2
-// seeds each, over their shipped 400 steps (they are cheap).
+// seeds each, for 250 steps (the 400-step runs collapsed by step 230).
 func SingleTurn() study.Study {
 	s := study.Study{
 		Name: "singleturn", Command: "go run ./scripts/singleturn",
 		Configs: []string{"configs/bandit.yaml", "configs/countdown.yaml"},
-		Seeds:   2, Out: "runs/singleturn", Threshold: 0.9,
-		Note: "PPO (RAGEN's effective loss weighting), no filter, no KL; entN: entropy_coeff N; the configs' own 400 steps.",
+		Seeds:   2, Out: "runs/singleturn", Threshold: 0.9, Sets: []string{"run.steps=250"},
+		Note: "PPO (RAGEN's effective loss weighting), no filter, no KL; entN: entropy_coeff N; 250 RL steps (the configs ship 400).",
 	}
 	for _, c := range []string{"0.001", "0.05", "0.1"} {
 		s.Arms = append(s.Arms, study.Arm{Label: "ent" + c, Preset: "PPO",

@@ -21,7 +21,9 @@ func Smoke(t *testing.T, s study.Study, extra []string, want ...string) {
 	if testing.Short() {
 		t.Skip("trains tiny models")
 	}
-	s.Seeds, s.Out, s.Sets = 1, filepath.Join(t.TempDir(), "runs"), study.SmokeSets
+	// The study's own settings stay, so a broken one fails here; the
+	// smoke settings come after them and win.
+	s.Seeds, s.Out, s.Sets = 1, filepath.Join(t.TempDir(), "runs"), append(append([]string{}, s.Sets...), study.SmokeSets...)
 	for i := range s.Arms {
 		s.Arms[i].Sets = append(append([]string{}, s.Arms[i].Sets...), extra...)
 	}
