@@ -105,6 +105,11 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
+	sm, err := s.acquire(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(sm)
 	switch {
 	case len(req.Messages) == 0:
 		return nil, badRequest("messages", "messages must be a non-empty list")
@@ -141,7 +146,7 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 		q.Seed = sp.seed + uint64(c)
 		reqs[c] = policy.Request{Prompt: prompt, Sampling: q}
 	}
-	samples, err := s.batch.sample(ctx, reqs, leave)
+	samples, err := sm.batch.sample(ctx, reqs, leave)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +160,7 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 		Usage          usage        `json:"usage"`
 		PromptTokenIDs []int        `json:"prompt_token_ids"`
 		PromptLogprobs any          `json:"prompt_logprobs"`
-	}{ID: newID("chatcmpl-"), Object: "chat.completion", Created: time.Now().Unix(), Model: s.model}
+	}{ID: newID("chatcmpl-"), Object: "chat.completion", Created: time.Now().Unix(), Model: sm.name}
 	resp.Usage.PromptTokens = len(prompt)
 	if returnIDs {
 		resp.PromptTokenIDs = slices.Clone(prompt)

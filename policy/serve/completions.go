@@ -156,6 +156,11 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	sm, err := s.acquire(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(sm)
 	if req.Suffix != nil && *req.Suffix != "" {
 		return nil, badRequest("suffix", "suffix is not supported")
 	}
@@ -221,7 +226,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 			for i, p := range prompts {
 				ids[i] = p.ids
 			}
-			promptLPs, scoreErr = s.scorePrompts(ctx, ids)
+			promptLPs, scoreErr = s.scorePrompts(ctx, sm.p, ids)
 			if scoreErr != nil {
 				cancel()
 			}
@@ -229,7 +234,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	var samples []policy.Sample
 	if len(reqs) > 0 {
-		samples, err = s.batch.sample(ctx, reqs, leave)
+		samples, err = sm.batch.sample(ctx, reqs, leave)
 	}
 	wg.Wait()
 	if scoreErr != nil {
@@ -246,7 +251,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 		Model   string             `json:"model"`
 		Choices []completionChoice `json:"choices"`
 		Usage   usage              `json:"usage"`
-	}{ID: newID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: s.model}
+	}{ID: newID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: sm.name}
 	for i, p := range prompts {
 		resp.Usage.PromptTokens += len(p.ids)
 		for c := range sp.n {
@@ -364,8 +369,9 @@ type promptLogprobs struct {
 	entries []map[string]any
 }
 
-// scorePrompts scores each prompt from its first token, in one Score call.
-func (s *Server) scorePrompts(ctx context.Context, prompts [][]int) ([]promptLogprobs, error) {
+// scorePrompts scores each prompt from its first token, in one Score call
+// of pol.
+func (s *Server) scorePrompts(ctx context.Context, pol policy.Policy, prompts [][]int) ([]promptLogprobs, error) {
 	var sreqs []policy.ScoreRequest
 	var idx []int
 	for i, p := range prompts {
@@ -378,7 +384,7 @@ func (s *Server) scorePrompts(ctx context.Context, prompts [][]int) ([]promptLog
 	var scores [][]float64
 	if len(sreqs) > 0 {
 		var err error
-		if scores, err = s.p.Score(ctx, sreqs); err != nil {
+		if scores, err = pol.Score(ctx, sreqs); err != nil {
 			return nil, err
 		}
 		if len(scores) != len(sreqs) {
@@ -395,7 +401,7 @@ func (s *Server) scorePrompts(ctx context.Context, prompts [][]int) ([]promptLog
 		var ranks []int
 		if s.opts.PromptRanks && s.vocabSize() > 0 && len(p) > 1 {
 			var err error
-			if ranks, err = s.ranks(ctx, p); err != nil {
+			if ranks, err = s.ranks(ctx, pol, p); err != nil {
 				return nil, err
 			}
 		}
@@ -419,8 +425,9 @@ func (s *Server) scorePrompts(ctx context.Context, prompts [][]int) ([]promptLog
 const rankChunk = 32
 
 // ranks returns the 1-based rank of p[j] in the next-token distribution
-// after p[:j], for j = 1..len(p)-1, by scoring every vocabulary token.
-func (s *Server) ranks(ctx context.Context, p []int) ([]int, error) {
+// of pol after p[:j], for j = 1..len(p)-1, by scoring every vocabulary
+// token.
+func (s *Server) ranks(ctx context.Context, pol policy.Policy, p []int) ([]int, error) {
 	v := s.vocabSize()
 	out := make([]int, 0, len(p)-1)
 	for lo := 1; lo < len(p); lo += rankChunk {
@@ -431,7 +438,7 @@ func (s *Server) ranks(ctx context.Context, p []int) ([]int, error) {
 				reqs = append(reqs, policy.ScoreRequest{Prompt: p[:j], Continuation: []int{t}})
 			}
 		}
-		scores, err := s.p.Score(ctx, reqs)
+		scores, err := pol.Score(ctx, reqs)
 		if err != nil {
 			return nil, err
 		}

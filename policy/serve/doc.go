@@ -8,7 +8,16 @@
 // # Endpoints
 //
 //   - GET /health: 200 with an empty body.
-//   - GET /v1/models: the served model, vLLM's shape with max_model_len.
+//   - GET /v1/models: the served model, then each loaded LoRA adapter, as
+//     vLLM's ModelCard: id, object "model", created, owned_by "vllm",
+//     root (the served name for the base model, the lora_path as given
+//     for an adapter), parent (null for the base model, its name for an
+//     adapter), max_model_len (null for an adapter, as vLLM writes it)
+//     and permission (one ModelPermission with vLLM's defaults).
+//   - GET /v1/models/{id}: one of those cards (the OpenAI API's
+//     models.retrieve, which vLLM lacks), or a 404.
+//   - POST /v1/load_lora_adapter and POST /v1/unload_lora_adapter, only
+//     with Options.AdapterDir (see LoRA adapters below).
 //   - POST /v1/completions: prompt as a string, a list of strings, a list
 //     of token ids or a list of such lists; n, seed, temperature, top_p,
 //     top_k (-1 or 0 = off), min_p 0, repetition_penalty 1, presence and
@@ -84,6 +93,60 @@
 // truncate). n is at most Options.MaxN, and a request has at most 1024
 // sequences (prompts × n). max_tokens 0 is accepted only with echo (the
 // prompt is scored, nothing is generated).
+//
+// LoRA adapters: as vLLM started with --enable-lora and
+// VLLM_ALLOW_RUNTIME_LORA_UPDATING=True (vllm/entrypoints/openai's
+// serving_models.py and the lora api_router), POST /v1/load_lora_adapter
+// {"lora_name", "lora_path", "load_inplace"} loads a PEFT adapter
+// directory (or a directory holding one as adapter/ and no model, the
+// trainer's LoRA checkpoints) and answers 200 with the plain text
+// "Success: LoRA adapter 'NAME' added successfully."; both fields are
+// required (400 "Both 'lora_name' and 'lora_path' must be provided."), a
+// loaded name is vLLM's 400 ("... has already been loaded. If you want to
+// load the adapter in place, set 'load_inplace' to True.") unless
+// load_inplace is true, which replaces the adapter (it keeps its place in
+// the list). Unlike vLLM, the base model's name cannot be an adapter's,
+// and an adapter that does not load (unreadable, another base model's
+// shapes, another rank than its tensors, unknown target modules,
+// unsupported PEFT options) is a 400 naming the cause, not a 500. POST
+// /v1/unload_lora_adapter {"lora_name", "lora_int_id"} (the id is
+// ignored, as vLLM does) answers "Success: LoRA adapter 'NAME' removed
+// successfully.", 400 without a name, and vLLM's 404 "The lora adapter
+// 'NAME' cannot be found." for a name not loaded. Without
+// Options.AdapterDir the two routes are 404, as in vLLM without the
+// variable; they are under /v1, so Options.APIKey guards them.
+//
+// The request field model picks the weights on /v1/completions (sampling
+// and prompt_logprobs) and /v1/chat/completions: the served name (or none)
+// the base model, an adapter's name the adapter, any other name the 404
+// above; replies carry the name asked for. /tokenize and /detokenize
+// accept an adapter's name too.
+// Tokenization, the chat template, the context and the stop tokens are the
+// base policy's: adapters change only the weights. Each model has its own
+// batcher, so requests for different models never share a policy.Sample
+// call; the batchers share the Options.MaxConcurrentBatches slots (so by
+// default one call runs at a time, whatever its model) and the arrivals a
+// batch waits for (a batch may wait up to Options.BatchWindow for a request
+// that turns out to be for another model). A request holds its model from
+// its check to its reply: an adapter unloaded or replaced meanwhile
+// finishes the requests already using it, and its batcher stops after the
+// last.
+//
+// Confinement: the load route reads files on the server, so lora_path,
+// absolute or relative to Options.AdapterDir, must resolve with
+// filepath.EvalSymlinks (the root's own links resolved too) to a directory
+// inside Options.AdapterDir, and so must the adapter/ directory and the
+// adapter_config.json and adapter_model.safetensors it uses. Anything else,
+// a missing path included, is the same 400 ("lora_path ... is not a
+// directory inside this server's LoRA adapter directory"), which does not
+// tell whether a path outside exists. Server.AddAdapter, the operator's
+// load at start (`trainer serve -lora`, vLLM's --lora-modules), is not
+// confined. Options.LoadAdapter builds an adapter's policy from its
+// directory; `trainer serve` gives local.Policy.WithPEFT, which applies it
+// (native.LoadPEFT) to a copy of the base model: one model copy per
+// adapter, fine for the small models served here, and sampling exactly
+// what `trainer serve -checkpoint ADAPTER_DIR` samples for the same seed.
+// Unload adapters that are no longer used: nothing evicts them.
 //
 // Vocabulary: when the policy has the methods VocabSize() int,
 // IsSpecialToken(id int) bool and TokenBytes(id int) ([]byte, error)

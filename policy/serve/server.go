@@ -57,6 +57,19 @@ type Options struct {
 	// Logger receives request logs (Debug) and policy failures (Error).
 	// Nil means slog.Default().
 	Logger *slog.Logger
+	// AdapterDir, when set, enables POST /v1/load_lora_adapter and POST
+	// /v1/unload_lora_adapter (vLLM's --enable-lora with
+	// VLLM_ALLOW_RUNTIME_LORA_UPDATING=True), confined to this directory:
+	// a lora_path, absolute or relative to AdapterDir, must resolve
+	// (symbolic links followed) to a directory inside it. Without it the
+	// two routes are 404, as in vLLM without the variable. LoadAdapter is
+	// then required (New panics without it).
+	AdapterDir string
+	// LoadAdapter builds the policy of a LoRA adapter: dir is a PEFT
+	// adapter directory (it holds adapter_config.json), and the policy
+	// must share the base policy's tokenizer and context, adapters change
+	// only the weights. It is what AdapterDir and AddAdapter load with.
+	LoadAdapter func(ctx context.Context, dir string) (policy.Policy, error)
 }
 
 const (
@@ -100,8 +113,12 @@ type Server struct {
 	model string
 	vocab vocabularyPolicy // nil when the policy does not describe its vocabulary
 	log   *slog.Logger
-	batch *batcher
+	batch *batcher // the base model's; see adapters.go for the others
 	mux   map[string]route
+
+	shared *batchShared
+	base   *servedModel
+	models modelSet
 
 	prefixMu sync.Mutex
 	prefix   []int // add_special_tokens ids of a text prompt, once known
@@ -137,16 +154,29 @@ func New(p policy.Policy, opts Options) *Server {
 	if vp, ok := p.(vocabularyPolicy); ok {
 		s.vocab = vp
 	}
-	s.batch = newBatcher(p, opts.BatchWindow, opts.MaxBatch, opts.MaxConcurrentBatches, opts.Logger)
+	s.shared = newBatchShared(opts.MaxConcurrentBatches)
+	s.batch = s.newBatcher(p)
+	s.base = &servedModel{name: s.model, p: p, batch: s.batch, root: s.model}
 	s.mux = map[string]route{
 		"/health":              {http.MethodGet, s.health},
-		"/v1/models":           {http.MethodGet, s.models},
+		"/v1/models":           {http.MethodGet, s.listModels},
 		"/v1/completions":      {http.MethodPost, s.respond(s.complete)},
 		"/v1/chat/completions": {http.MethodPost, s.respond(s.chatComplete)},
 		"/tokenize":            {http.MethodPost, s.tokenize},
 		"/detokenize":          {http.MethodPost, s.detokenize},
 	}
+	if opts.AdapterDir != "" {
+		if opts.LoadAdapter == nil {
+			panic("serve: Options.AdapterDir is set without Options.LoadAdapter")
+		}
+		s.mux["/v1/load_lora_adapter"] = route{http.MethodPost, s.loadLoRAAdapter}
+		s.mux["/v1/unload_lora_adapter"] = route{http.MethodPost, s.unloadLoRAAdapter}
+	}
 	return s
+}
+
+func (s *Server) newBatcher(p policy.Policy) *batcher {
+	return newBatcher(p, s.shared, s.opts.BatchWindow, s.opts.MaxBatch, s.opts.Logger)
 }
 
 // respond adapts a handler that returns its response body or an error.
@@ -169,10 +199,11 @@ func (s *Server) Model() string { return s.model }
 // request is cut short.
 func (s *Server) Close() error {
 	s.batch.close()
+	s.closeAdapters()
 	return nil
 }
 
-// Stats are counters of a Server's batcher.
+// Stats are counters of a Server's batchers.
 type Stats struct {
 	// SampleCalls is the number of policy.Sample calls made.
 	SampleCalls int64
@@ -180,7 +211,7 @@ type Stats struct {
 	Sequences int64
 }
 
-// Stats returns the batcher's counters.
+// Stats returns the batchers' counters, over every served model.
 func (s *Server) Stats() Stats {
 	return Stats{SampleCalls: s.batch.calls.Load(), Sequences: s.batch.seqs.Load()}
 }
@@ -214,6 +245,9 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			"duration", time.Since(start), "remote", r.RemoteAddr)
 	}()
 	rt, ok := s.mux[r.URL.Path]
+	if !ok && strings.HasPrefix(r.URL.Path, modelCardPrefix) {
+		rt, ok = route{http.MethodGet, s.retrieveModel}, true
+	}
 	if !ok {
 		writeError(w, http.StatusNotFound, "", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 		return
@@ -238,16 +272,6 @@ func (s *Server) authorized(r *http.Request) bool {
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }
 
 func (s *Server) maxModelLen() int { return s.p.Info().MaxContext }
-
-func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
-		"object": "list",
-		"data": []map[string]any{{
-			"id": s.model, "object": "model", "created": time.Now().Unix(), "owned_by": "agentrl",
-			"root": s.model, "parent": nil, "max_model_len": s.maxModelLen(),
-		}},
-	})
-}
 
 // apiError is a failed request: its status and OpenAI-style error body.
 type apiError struct {
@@ -349,11 +373,15 @@ type fieldError struct{ field, msg string }
 
 func (e *fieldError) Error() string { return e.field + ": " + e.msg }
 
-// checkModel accepts the served name or an empty one.
+// checkModel accepts the served name, a loaded adapter's or an empty one.
 func (s *Server) checkModel(name string) error {
-	if name == "" || name == s.model {
+	if name == "" || name == s.model || s.models.has(name) {
 		return nil
 	}
+	return unknownModel(name)
+}
+
+func unknownModel(name string) error {
 	return &apiError{status: http.StatusNotFound, param: "model", message: fmt.Sprintf("The model `%s` does not exist.", name)}
 }
 
