@@ -146,11 +146,13 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 		q.Seed = sp.seed + uint64(c)
 		reqs[c] = policy.Request{Prompt: prompt, Sampling: q}
 	}
+	beginStream(w, sp)
 	samples, err := sm.batch.sample(ctx, reqs, leave)
 	if err != nil {
 		return nil, err
 	}
-	returnIDs := boolOr(req.ReturnTokenIDs, false)
+	// A stream cuts each choice by its token ids (stream.go).
+	returnIDs := boolOr(req.ReturnTokenIDs, false) || sp.stream != nil
 	resp := struct {
 		ID             string       `json:"id"`
 		Object         string       `json:"object"`
@@ -178,6 +180,9 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 		resp.Choices = append(resp.Choices, ch)
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	if sp.stream != nil {
+		return nil, s.streamChat(ctx, w, sp, resp.ID, resp.Model, resp.Created, resp.Choices, resp.Usage, resp.PromptTokenIDs)
+	}
 	return resp, nil
 }
 

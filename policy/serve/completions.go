@@ -175,7 +175,8 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 	wantPromptLP := req.PromptLogprobs != nil || (echo && wantLP)
 	skipSpecial := boolOr(req.SkipSpecialTokens, true)
 	includeStop := boolOr(req.IncludeStopStrInOutput, false)
-	returnIDs := boolOr(req.ReturnTokenIDs, false)
+	// A stream cuts each choice by its token ids (stream.go).
+	returnIDs := boolOr(req.ReturnTokenIDs, false) || sp.stream != nil
 
 	prompts, err := s.parsePrompt(ctx, req.Prompt, boolOr(req.AddSpecialTokens, true))
 	if err != nil {
@@ -210,6 +211,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 		}
 	}
 
+	beginStream(w, sp)
 	if len(reqs) == 0 {
 		leave() // echo only: nothing to sample, do not hold a batch
 	}
@@ -278,6 +280,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 		}
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	if sp.stream != nil {
+		return nil, s.streamCompletions(ctx, w, sp, echo, prompts, resp.ID, resp.Model, resp.Created, resp.Choices, resp.Usage)
+	}
 	return resp, nil
 }
 

@@ -23,20 +23,27 @@
 //     top_k (-1 or 0 = off), min_p 0, repetition_penalty 1, presence and
 //     frequency penalties 0, max_tokens, stop_token_ids, ignore_eos,
 //     logprobs 0, prompt_logprobs 0, echo, return_token_ids,
-//     skip_special_tokens, add_special_tokens, include_stop_str_in_output.
+//     skip_special_tokens, add_special_tokens, include_stop_str_in_output,
+//     stream with stream_options (see Streaming below).
 //   - POST /v1/chat/completions: messages rendered with the policy's chat
 //     template (RenderChat); n, seed, temperature, top_p, top_k, min_p 0,
 //     max_tokens or max_completion_tokens, stop_token_ids, ignore_eos,
 //     logprobs with top_logprobs 0, return_token_ids (token_ids per choice,
 //     prompt_token_ids at the top level), skip_special_tokens,
-//     include_stop_str_in_output, add_generation_prompt.
+//     include_stop_str_in_output, add_generation_prompt, stream with
+//     stream_options.
 //   - POST /tokenize (prompt, or messages with add_generation_prompt) and
 //     POST /detokenize.
+//
+// Both sampling endpoints answer stream: true with server-sent events, as
+// vLLM and OpenAI do: text/event-stream, one "data: {chunk}" event per
+// chunk, "data: [DONE]" last. The chunks are sent once sampling has
+// finished (see Streaming below).
 //
 // Unknown request fields are ignored, as vLLM does; a known field of the
 // wrong type is a 400. Values that would change the sampling distribution
 // and are not implemented (min_p other than 0, penalties, logit_bias, string
-// stops, top-k alternatives with logprobs > 0, streaming, tools) are
+// stops, top-k alternatives with logprobs > 0, tools) are
 // rejected with 400 rather than ignored. Every error is an OpenAI-style
 // body {"error": {"message", "type", "param", "code"}}, code being the HTTP
 // status as vLLM writes it: 400 for a bad request, 401 for a missing or
@@ -147,6 +154,38 @@
 // adapter, fine for the small models served here, and sampling exactly
 // what `trainer serve -checkpoint ADAPTER_DIR` samples for the same seed.
 // Unload adapters that are no longer used: nothing evicts them.
+//
+// Streaming: the embedded policy samples whole sequences in batches, so a
+// streamed reply is the finished reply cut into the chunks a token-by-token
+// stream would contain, all sent (each flushed) after sampling ends: the
+// stream starts (200 and headers) once the request is checked, before it
+// samples. Each choice has one chunk per generated token; its text delta is
+// the token's bytes (none for a skipped special token), clipped where the
+// text ends (an excluded stop token), and bytes that do not yet complete a
+// UTF-8 character wait for a later chunk (that chunk's delta is ""), so a
+// choice's deltas concatenate exactly to the text the same request gets
+// unstreamed. (Should a token's bytes not be the text's next ones, with a
+// decoder that rewrites text, that token's delta holds the rest of the text,
+// and the following ones are empty.) finish_reason and stop_reason are null
+// but in a choice's last chunk. /v1/completions chunks ({"object":
+// "text_completion", choices [{index, text, logprobs, finish_reason,
+// stop_reason}]}) carry, each, the logprobs of their tokens (text_offset
+// continuing through the choice's text) and, with return_token_ids, their
+// token_ids; a choice's first chunk also carries the echoed prompt (text,
+// log-probs) with echo, its prompt_token_ids with return_token_ids and its
+// prompt_logprobs. Chat chunks ({"object": "chat.completion.chunk", choices
+// [{index, delta, logprobs, finish_reason, stop_reason}]}) start each choice
+// with delta {"role": "assistant", "content": ""}, then one {"content": ...}
+// per token with logprobs {"content": [its entry]} and token_ids; the
+// stream's first chunk carries prompt_token_ids with return_token_ids. Steps
+// interleave the choices: step j sends chunk j of every choice that has one.
+// stream_options.include_usage adds "usage": null to every chunk and a last
+// chunk with "choices": [] and the usage of the unstreamed reply;
+// continuous_usage_stats (with include_usage) puts on every chunk its
+// choice's usage so far (prompt tokens and tokens sent), as vLLM does.
+// stream_options without stream: true is a 400. Errors found before the
+// stream starts are the usual JSON replies; a failure after it started (the
+// policy failing) is one event {"error": {...}} followed by [DONE].
 //
 // Vocabulary: when the policy has the methods VocabSize() int,
 // IsSpecialToken(id int) bool and TokenBytes(id int) ([]byte, error)

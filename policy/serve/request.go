@@ -42,6 +42,7 @@ type samplingFields struct {
 	LogitBias         map[string]float64 `json:"logit_bias"`
 	Stop              json.RawMessage    `json:"stop"`
 	Stream            *bool              `json:"stream"`
+	StreamOptions     *streamOptions     `json:"stream_options"`
 	// StopTokenIDs is nil when absent or null.
 	StopTokenIDs           *[]int `json:"stop_token_ids"`
 	IgnoreEOS              *bool  `json:"ignore_eos"`
@@ -57,6 +58,7 @@ type sampling struct {
 	params  policy.Sampling // MaxTokens and Seed are set per sequence
 	stops   []int           // the stop set, never nil
 	explict map[int]bool    // the stop_token_ids given, for stop_reason
+	stream  *streamConfig   // nil unless the reply streams
 }
 
 // check validates the shared fields and returns the sampling they ask for.
@@ -74,9 +76,11 @@ func (s *Server) checkSampling(f *samplingFields) (*sampling, error) {
 	if f.BestOf != nil && *f.BestOf != sp.n {
 		return nil, badRequest("best_of", "best_of is not supported (it must equal n)")
 	}
-	if f.Stream != nil && *f.Stream {
-		return nil, badRequest("stream", "streaming is not supported")
+	stream, err := checkStream(f)
+	if err != nil {
+		return nil, err
 	}
+	sp.stream = stream
 	if f.Seed != nil {
 		sp.seed = uint64(*f.Seed)
 	} else {

@@ -179,15 +179,23 @@ func (s *Server) newBatcher(p policy.Policy) *batcher {
 	return newBatcher(p, s.shared, s.opts.BatchWindow, s.opts.MaxBatch, s.opts.Logger)
 }
 
-// respond adapts a handler that returns its response body or an error.
+// respond adapts a handler that returns its response body or an error. A
+// handler that streams its reply (stream.go) writes it on the eventStream
+// it is given, and only its error, if any, is left to respond.
 func (s *Server) respond(f func(http.ResponseWriter, *http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		resp, err := f(w, r)
-		if err != nil {
+		es := &eventStream{ResponseWriter: w}
+		resp, err := f(es, r)
+		switch {
+		case es.open:
+			if err != nil {
+				s.streamError(es, r, err)
+			}
+		case err != nil:
 			s.fail(w, r, err)
-			return
+		default:
+			writeJSON(w, http.StatusOK, resp)
 		}
-		writeJSON(w, http.StatusOK, resp)
 	}
 }
 
@@ -228,6 +236,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
@@ -289,21 +300,33 @@ func badRequest(param, format string, args ...any) *apiError {
 // fail writes err: an *apiError as itself, a context error as 499-like
 // silence, anything else as a 500.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, param, message := s.failure(r, err)
+	writeError(w, status, param, message)
+}
+
+// failure returns the status, param and message that report err (see
+// fail), and logs it.
+func (s *Server) failure(r *http.Request, err error) (status int, param, message string) {
 	var ae *apiError
 	switch {
 	case errors.As(err, &ae):
-		writeError(w, ae.status, ae.param, ae.message)
+		return ae.status, ae.param, ae.message
 	case r.Context().Err() != nil:
 		// The client is gone; nobody reads the reply.
 		s.log.Debug("request cancelled", "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusServiceUnavailable, "", "request cancelled: "+err.Error())
+		return http.StatusServiceUnavailable, "", "request cancelled: " + err.Error()
 	default:
 		s.log.Error("policy failure", "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, "", err.Error())
+		return http.StatusInternalServerError, "", err.Error()
 	}
 }
 
 func writeError(w http.ResponseWriter, status int, param, message string) {
+	writeJSON(w, status, errorBody(status, param, message))
+}
+
+// errorBody is the OpenAI-style error object.
+func errorBody(status int, param, message string) map[string]any {
 	typ := "invalid_request_error"
 	switch {
 	case status >= 500:
@@ -317,7 +340,7 @@ func writeError(w http.ResponseWriter, status int, param, message string) {
 	if param != "" {
 		p = param
 	}
-	writeJSON(w, status, map[string]any{"error": map[string]any{"message": message, "type": typ, "param": p, "code": status}})
+	return map[string]any{"error": map[string]any{"message": message, "type": typ, "param": p, "code": status}}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
