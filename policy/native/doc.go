@@ -25,9 +25,10 @@
 //     SavePEFT and LoadPEFT (peft.go) write and read them as a PEFT LoRA
 //     adapter directory (adapter_config.json, adapter_model.safetensors).
 //   - Sample (sample.go) with a KV cache, and Score (score.go), which shares
-//     one prompt's cache across many continuations. A prefix cache
-//     (prefixcache.go) keeps recent sequences' caches so the next turn of a
-//     multi-turn episode only computes its new tokens.
+//     one prompt's cache across many continuations; TopLogprobs (score.go)
+//     runs the same passes for the k most likely tokens at each position.
+//     A prefix cache (prefixcache.go) keeps recent sequences' caches so the
+//     next turn of a multi-turn episode only computes its new tokens.
 //   - SaveCheckpoint/LoadCheckpoint (checkpoint.go; WriteCheckpoint for a
 //     checkpoint that is part of a larger one) over safetensors
 //     (safetensors.go), and LoadHF/SaveHF (hf.go) for Hugging Face

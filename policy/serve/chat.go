@@ -113,12 +113,20 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 	switch {
 	case len(req.Messages) == 0:
 		return nil, badRequest("messages", "messages must be a non-empty list")
-	case req.TopLogprobs != nil && *req.TopLogprobs != 0:
-		return nil, badRequest("top_logprobs", "only top_logprobs 0 is supported, got %d", *req.TopLogprobs)
 	case req.PromptLogprobs != nil:
 		return nil, badRequest("prompt_logprobs", "prompt_logprobs is not supported in chat; use /v1/completions")
 	case boolOr(req.ContinueFinalMessage, false):
 		return nil, badRequest("continue_final_message", "continue_final_message is not supported")
+	}
+	logprobs, nTop := boolOr(req.Logprobs, false), 0
+	if req.TopLogprobs != nil {
+		nTop = *req.TopLogprobs
+		if err := s.checkTopN("top_logprobs", nTop); err != nil {
+			return nil, err
+		}
+		if nTop > 0 && !logprobs {
+			return nil, badRequest("top_logprobs", "top_logprobs needs logprobs: true")
+		}
 	}
 	if t := bytes.TrimSpace(req.Tools); len(t) > 0 && string(t) != "null" && string(t) != "[]" {
 		return nil, badRequest("tools", "tools are not supported")
@@ -167,13 +175,30 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 	if returnIDs {
 		resp.PromptTokenIDs = slices.Clone(prompt)
 	}
+	outs := make([]output, len(samples))
+	topReqs := make([]policy.ScoreRequest, len(samples))
 	for c, smp := range samples {
 		if smp.Err != nil {
 			return nil, badRequest("messages", "%v", smp.Err)
 		}
-		resp.Usage.CompletionTokens += len(smp.Tokens)
-		ch, err := s.chatChoice(ctx, c, smp, sp, boolOr(req.SkipSpecialTokens, true),
-			boolOr(req.IncludeStopStrInOutput, false), boolOr(req.Logprobs, false), returnIDs)
+		if outs[c], err = s.finishSample(ctx, smp, sp, boolOr(req.SkipSpecialTokens, true), boolOr(req.IncludeStopStrInOutput, false)); err != nil {
+			return nil, err
+		}
+		resp.Usage.CompletionTokens += len(outs[c].tokens)
+		topReqs[c] = policy.ScoreRequest{Prompt: prompt, Continuation: outs[c].tokens}
+	}
+	var tops [][][]policy.TokenLogprob
+	if logprobs && nTop > 0 {
+		if tops, err = s.topLogprobs(ctx, sm.p, topReqs, nTop); err != nil {
+			return nil, err
+		}
+	}
+	for c, out := range outs {
+		var top [][]policy.TokenLogprob
+		if tops != nil {
+			top = tops[c]
+		}
+		ch, err := s.chatChoice(ctx, c, out, logprobs, top, returnIDs)
 		if err != nil {
 			return nil, err
 		}
@@ -186,37 +211,31 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 	return resp, nil
 }
 
-func (s *Server) chatChoice(ctx context.Context, c int, smp policy.Sample, sp *sampling, skipSpecial, includeStop, logprobs, returnIDs bool) (chatChoice, error) {
-	ch := chatChoice{Index: c, FinishReason: smp.Finish}
-	stopped := smp.Finish == policy.FinishStop && len(smp.Tokens) > 0
-	if stopped {
-		if last := smp.Tokens[len(smp.Tokens)-1]; sp.explict[last] {
-			ch.StopReason = last
-		}
-	}
-	text, err := s.decodeText(ctx, smp.Tokens, stopped, skipSpecial, includeStop)
-	if err != nil {
-		return ch, err
-	}
-	ch.Message = map[string]any{"role": policy.RoleAssistant, "content": text, "tool_calls": []any{}}
+// chatChoice builds choice c from its output out; top holds the
+// alternatives at each position when top_logprobs > 0.
+func (s *Server) chatChoice(ctx context.Context, c int, out output, logprobs bool, top [][]policy.TokenLogprob, returnIDs bool) (chatChoice, error) {
+	ch := chatChoice{Index: c, FinishReason: out.finish, StopReason: out.stopReason}
+	ch.Message = map[string]any{"role": policy.RoleAssistant, "content": out.text, "tool_calls": []any{}}
 	if returnIDs {
-		ch.TokenIDs = slices.Clone(smp.Tokens)
+		ch.TokenIDs = slices.Clone(out.tokens)
 		if ch.TokenIDs == nil {
 			ch.TokenIDs = []int{}
 		}
 	}
 	if logprobs {
-		bs, err := s.tokenBytes(ctx, smp.Tokens)
+		bs, err := s.tokenBytes(ctx, out.tokens)
 		if err != nil {
 			return ch, err
 		}
-		content := make([]chatLogprob, len(smp.Tokens))
+		content := make([]chatLogprob, len(out.tokens))
 		for i, b := range bs {
-			ints := make([]int, len(b))
-			for j, x := range b {
-				ints[j] = int(x)
+			alts := []any{}
+			if top != nil {
+				if alts, err = s.chatTops(ctx, top[i]); err != nil {
+					return ch, err
+				}
 			}
-			content[i] = chatLogprob{Token: string(b), Logprob: wireLogProb(smp.LogProbs[i]), Bytes: ints, TopLogprobs: []any{}}
+			content[i] = chatLogprob{Token: string(b), Logprob: wireLogProb(out.logprobs[i]), Bytes: byteInts(b), TopLogprobs: alts}
 		}
 		ch.Logprobs = map[string]any{"content": content}
 	}

@@ -21,17 +21,18 @@
 //   - POST /v1/completions: prompt as a string, a list of strings, a list
 //     of token ids or a list of such lists; n, seed, temperature, top_p,
 //     top_k (-1 or 0 = off), min_p 0, repetition_penalty 1, presence and
-//     frequency penalties 0, max_tokens, stop_token_ids, ignore_eos,
-//     logprobs 0, prompt_logprobs 0, echo, return_token_ids,
-//     skip_special_tokens, add_special_tokens, include_stop_str_in_output,
-//     stream with stream_options (see Streaming below).
+//     frequency penalties 0, max_tokens, stop (a string or a list of
+//     strings), stop_token_ids, ignore_eos, logprobs 0..20,
+//     prompt_logprobs 0..20, echo, return_token_ids, skip_special_tokens,
+//     add_special_tokens, include_stop_str_in_output, stream with
+//     stream_options (see Streaming below).
 //   - POST /v1/chat/completions: messages rendered with the policy's chat
 //     template (RenderChat); n, seed, temperature, top_p, top_k, min_p 0,
-//     max_tokens or max_completion_tokens, stop_token_ids, ignore_eos,
-//     logprobs with top_logprobs 0, return_token_ids (token_ids per choice,
-//     prompt_token_ids at the top level), skip_special_tokens,
-//     include_stop_str_in_output, add_generation_prompt, stream with
-//     stream_options.
+//     max_tokens or max_completion_tokens, stop, stop_token_ids,
+//     ignore_eos, logprobs with top_logprobs 0..20, return_token_ids
+//     (token_ids per choice, prompt_token_ids at the top level),
+//     skip_special_tokens, include_stop_str_in_output,
+//     add_generation_prompt, stream with stream_options.
 //   - POST /tokenize (prompt, or messages with add_generation_prompt) and
 //     POST /detokenize.
 //
@@ -42,9 +43,9 @@
 //
 // Unknown request fields are ignored, as vLLM does; a known field of the
 // wrong type is a 400. Values that would change the sampling distribution
-// and are not implemented (min_p other than 0, penalties, logit_bias, string
-// stops, top-k alternatives with logprobs > 0, tools) are
-// rejected with 400 rather than ignored. Every error is an OpenAI-style
+// or the reply and are not implemented (min_p other than 0, penalties,
+// logit_bias, tools, prompt_logprobs in chat) are rejected with
+// 400 rather than ignored. Every error is an OpenAI-style
 // body {"error": {"message", "type", "param", "code"}}, code being the HTTP
 // status as vLLM writes it: 400 for a bad request, 401 for a missing or
 // wrong API key (checked on /v1 routes only, as vLLM's --api-key), 404 for
@@ -76,12 +77,42 @@
 //
 // Scoring: prompt_logprobs (and echo with logprobs) go through policy.Score,
 // teacher-forcing each prompt from its first token. Entries carry logprob
-// and decoded_token; rank, the 1-based rank of the token in the full
-// next-token distribution, is present only with Options.PromptRanks, since
-// the policy interface exposes no logits and the rank costs a score of
-// every vocabulary token at every position. Log-probabilities follow
+// and decoded_token, and rank as said below. Log-probabilities follow
 // policy's convention (raw logits, temperature 1); -Inf is written -9999,
 // as vLLM does.
+//
+// Alternatives: logprobs, prompt_logprobs and top_logprobs above 0 (at most
+// 20, vLLM's default --max-logprobs; more, or a negative value, is a 400
+// naming the field) need a policy with the method TopLogprobs(ctx, reqs
+// []policy.ScoreRequest, k int) ([][][]policy.TokenLogprob, error), the k
+// most likely next tokens at each continuation position, most likely first,
+// ties to the lower id (policy/local's has it); with any other policy they
+// are a 400. The server asks for them with one TopLogprobs call over the
+// prompts and one over the tokens kept once sampling is done; the sampled
+// token's own log-prob (token_logprobs, content[i].logprob) is still the
+// sampler's.
+//   - /v1/completions logprobs N: top_logprobs[i] maps the decoded text of
+//     each of the N most likely tokens to its log-prob, plus the sampled
+//     token when it is not among them (vLLM's N or N+1 entries). Tokens
+//     whose text is the same (bytes of a partial UTF-8 character, written
+//     U+FFFD) share a key, the more likely one's. With echo the prompt
+//     positions get theirs too (the first is null), min(logprobs,
+//     prompt_logprobs) of them when both are set, since vLLM's echo reads
+//     them from the prompt's scores.
+//   - /v1/completions prompt_logprobs N (N = logprobs by default with
+//     echo): each prompt position holds the prompt token and the N most
+//     likely tokens, keyed by id, each with logprob, decoded_token and
+//     rank. A listed token's rank is its place in the list (the prompt
+//     token's too when it is listed, as in vLLM). The prompt token's rank
+//     when it is not listed, which vLLM always computes from the logits, is
+//     here present only with Options.PromptRanks (1 + the number of more
+//     likely tokens, vLLM counting ties against the token), since the
+//     policy interface exposes no logits and that rank costs a score of
+//     every vocabulary token at every position.
+//   - /v1/chat/completions top_logprobs N with logprobs true:
+//     content[i].top_logprobs is a list of N {token, logprob, bytes}, most
+//     likely first (OpenAI's shape). top_logprobs above 0 without logprobs
+//     true is a 400; 0 is accepted, as vLLM does.
 //
 // Stops: stop_token_ids, when present (even empty), are the complete stop
 // set, so policy/vllm's requests mean exactly their policy.Sampling; when
@@ -91,6 +122,26 @@
 // always in token_ids and in the log-probs; include_stop_str_in_output
 // (default false) and skip_special_tokens (default true) shape only the
 // text.
+//
+// Stop strings (stop.go): stop is a string or a list of any number of
+// strings; empty ones are ignored and anything else is a 400. As in vLLM,
+// generation ends at the first token whose output text (special tokens
+// dropped when skip_special_tokens) contains one of them; the text is read
+// as the tokens' bytes in a row (TokenBytes, or Decode of one token at a
+// time). Of the stop strings that token completes, the one starting first
+// wins, the first listed on a tie (vLLM takes the first listed). The reply
+// text, decoded as usual, is cut just before the stop string (the first in
+// it), or just after it with include_stop_str_in_output; should the decoder
+// have rewritten the stop string away (cleaning up tokenization spaces),
+// the tokens' bytes are cut instead. token_ids, the log-probs and
+// usage.completion_tokens keep the tokens up to and including the one that
+// completed it; finish_reason is "stop" and stop_reason the stop string. A
+// stop token ends generation at its own step, before stop strings are
+// looked for (as in vLLM): it wins when it comes first, and its own text
+// never matches. The embedded policy cannot stop on text while it samples,
+// so the server samples as without stop strings, up to max_tokens, and
+// cuts afterwards. Each sequence has its own seeded generator, so the
+// tokens kept are exactly those sampling would have stopped at.
 //
 // Limits: max_tokens defaults to 16 on /v1/completions when absent (the
 // OpenAI and vLLM default) and to the rest of the context when null, and to

@@ -59,6 +59,7 @@ type sampling struct {
 	stops   []int           // the stop set, never nil
 	explict map[int]bool    // the stop_token_ids given, for stop_reason
 	stream  *streamConfig   // nil unless the reply streams
+	strs    []string        // the stop strings (stop.go), none empty
 }
 
 // check validates the shared fields and returns the sampling they ask for.
@@ -124,9 +125,11 @@ func (s *Server) checkSampling(f *samplingFields) (*sampling, error) {
 	if len(f.LogitBias) > 0 {
 		return nil, badRequest("logit_bias", "logit_bias is not supported")
 	}
-	if err := checkNoStopStrings(f.Stop); err != nil {
+	strs, err := parseStop(f.Stop)
+	if err != nil {
 		return nil, err
 	}
+	sp.strs = strs
 	sp.explict = map[int]bool{}
 	switch {
 	case f.StopTokenIDs != nil:
@@ -144,37 +147,6 @@ func (s *Server) checkSampling(f *samplingFields) (*sampling, error) {
 	}
 	sp.params.StopTokens = sp.stops
 	return sp, nil
-}
-
-// checkNoStopStrings accepts a stop field that is absent, null, "" or [].
-func checkNoStopStrings(raw json.RawMessage) error {
-	var v any
-	if len(raw) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return badRequest("stop", "stop: %v", err)
-	}
-	switch v := v.(type) {
-	case nil:
-		return nil
-	case string:
-		if v == "" {
-			return nil
-		}
-	case []any:
-		if len(v) == 0 {
-			return nil
-		}
-		for _, e := range v {
-			if _, ok := e.(string); !ok {
-				return badRequest("stop", "stop must be a string or a list of strings")
-			}
-		}
-	default:
-		return badRequest("stop", "stop must be a string or a list of strings")
-	}
-	return badRequest("stop", "stop strings are not supported; use stop_token_ids")
 }
 
 // maxTokens resolves max_tokens for a prompt of n tokens: def is used when

@@ -49,10 +49,12 @@ type Options struct {
 	// at once (default 1: the embedded policy runs one call at a time, and
 	// requests arriving meanwhile gather into the next, larger batch).
 	MaxConcurrentBatches int
-	// PromptRanks makes prompt_logprobs entries carry "rank", computed by
-	// scoring every vocabulary token at every prompt position (a prompt of
-	// L tokens costs L prompt forwards instead of one). It needs a known
-	// vocabulary (see the package doc). Off, rank is omitted.
+	// PromptRanks makes the prompt token's prompt_logprobs entry carry
+	// "rank" when the token is not among the requested most likely ones
+	// (whose ranks are their places), computed by scoring every vocabulary
+	// token at every prompt position (a prompt of L tokens costs L prompt
+	// forwards instead of one). It needs a known vocabulary (see the
+	// package doc). Off, that rank is omitted.
 	PromptRanks bool
 	// Logger receives request logs (Debug) and policy failures (Error).
 	// Nil means slog.Default().
@@ -111,7 +113,8 @@ type Server struct {
 	p     policy.Policy
 	opts  Options
 	model string
-	vocab vocabularyPolicy // nil when the policy does not describe its vocabulary
+	vocab vocabularyPolicy  // nil when the policy does not describe its vocabulary
+	top   topLogprobsPolicy // nil when the policy does not report its most likely tokens
 	log   *slog.Logger
 	batch *batcher // the base model's; see adapters.go for the others
 	mux   map[string]route
@@ -153,6 +156,9 @@ func New(p policy.Policy, opts Options) *Server {
 	}
 	if vp, ok := p.(vocabularyPolicy); ok {
 		s.vocab = vp
+	}
+	if tp, ok := p.(topLogprobsPolicy); ok {
+		s.top = tp
 	}
 	s.shared = newBatchShared(opts.MaxConcurrentBatches)
 	s.batch = s.newBatcher(p)
