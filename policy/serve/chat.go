@@ -215,7 +215,9 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 // alternatives at each position when top_logprobs > 0.
 func (s *Server) chatChoice(ctx context.Context, c int, out output, logprobs bool, top [][]policy.TokenLogprob, returnIDs bool) (chatChoice, error) {
 	ch := chatChoice{Index: c, FinishReason: out.finish, StopReason: out.stopReason}
-	ch.Message = map[string]any{"role": policy.RoleAssistant, "content": out.text, "tool_calls": []any{}}
+	// refusal is required (null) by OpenAI's published schema; vLLM's
+	// ChatMessage has it too.
+	ch.Message = map[string]any{"role": policy.RoleAssistant, "content": out.text, "refusal": nil, "tool_calls": []any{}}
 	if returnIDs {
 		ch.TokenIDs = slices.Clone(out.tokens)
 		if ch.TokenIDs == nil {

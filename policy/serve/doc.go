@@ -41,6 +41,11 @@
 // chunk, "data: [DONE]" last. The chunks are sent once sampling has
 // finished (see Streaming below).
 //
+// Every reply carries an X-Request-Id header: the request's own when it
+// sent one, a fresh id otherwise (vLLM's --enable-request-id-headers; the
+// OpenAI clients report it as the request id). Chat messages carry
+// "refusal": null, which OpenAI's published schema requires.
+//
 // Unknown request fields are ignored, as vLLM does; a known field of the
 // wrong type is a 400. Values that would change the sampling distribution
 // or the reply and are not implemented (min_p other than 0, penalties,

@@ -261,6 +261,13 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", w.status,
 			"duration", time.Since(start), "remote", r.RemoteAddr)
 	}()
+	// A request id, the client's own when it sent one, as vLLM's
+	// --enable-request-id-headers (the OpenAI clients report it).
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		id = newID("req-")
+	}
+	w.Header().Set("X-Request-Id", id)
 	rt, ok := s.mux[r.URL.Path]
 	if !ok && strings.HasPrefix(r.URL.Path, modelCardPrefix) {
 		rt, ok = route{http.MethodGet, s.retrieveModel}, true

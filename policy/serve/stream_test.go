@@ -191,6 +191,16 @@ func stopped(reply map[string]any) bool {
 	return false
 }
 
+// stoppedOnString reports whether a choice of reply ended on a stop string.
+func stoppedOnString(reply map[string]any) bool {
+	for _, c := range reply["choices"].([]any) {
+		if _, ok := c.(map[string]any)["stop_reason"].(string); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // TestStreamCompletions checks /v1/completions with stream: true against
 // the same request unstreamed.
 func TestStreamCompletions(t *testing.T) {
@@ -214,6 +224,12 @@ func TestStreamCompletions(t *testing.T) {
 			"prompt": []string{"ab", "xyz"}, "n": 2, "seed": 9, "max_tokens": 6, "echo": true, "logprobs": 0,
 			"prompt_logprobs": 0, "return_token_ids": true, "stream_options": usage}},
 		{"echo only", map[string]any{"prompt": pr[1], "max_tokens": 0, "echo": true, "logprobs": 0, "return_token_ids": true}},
+		{"stop strings, top logprobs, usage", map[string]any{
+			"prompt": pr, "n": 2, "seed": 7, "max_tokens": 40, "logprobs": 2, "return_token_ids": true,
+			"stop": []string{"9", "y", "t"}, "stream_options": usage}},
+		{"stop strings included", map[string]any{
+			"prompt": pr, "n": 2, "seed": 7, "max_tokens": 40, "include_stop_str_in_output": true,
+			"stop": []string{"9", "y", "t"}, "stream_options": usage}},
 		{"special tokens kept, stop included", map[string]any{
 			"prompt": pr[0], "n": 2, "seed": 11, "max_tokens": 30, "skip_special_tokens": false,
 			"include_stop_str_in_output": true, "return_token_ids": true, "stream_options": usage}},
@@ -228,6 +244,9 @@ func TestStreamCompletions(t *testing.T) {
 			}
 			if _, ok := c.body["stop_token_ids"]; ok && !stopped(want) {
 				t.Fatalf("no choice stopped on a stop token: the case does not test stops")
+			}
+			if _, ok := c.body["stop"]; ok && !stoppedOnString(want) {
+				t.Fatalf("no choice stopped on a stop string: the case does not test them: %v", want["choices"])
 			}
 			body := maps.Clone(c.body)
 			body["stream"] = true
@@ -308,6 +327,9 @@ func TestStreamChat(t *testing.T) {
 		{"stops included, token ids", map[string]any{
 			"messages": msgs, "n": 2, "seed": 6, "max_tokens": 40, "include_stop_str_in_output": true, "return_token_ids": true,
 			"stop_token_ids": letters}},
+		{"stop strings, top logprobs, usage", map[string]any{
+			"messages": msgs, "n": 2, "seed": 6, "max_tokens": 40, "logprobs": true, "top_logprobs": 2,
+			"stop": []string{"9", "y", "t"}, "stream_options": usage}},
 		{"special tokens kept", map[string]any{
 			"messages": msgs, "n": 2, "seed": 12, "max_tokens": 30, "skip_special_tokens": false, "include_stop_str_in_output": true,
 			"return_token_ids": true}},
@@ -322,6 +344,9 @@ func TestStreamChat(t *testing.T) {
 			}
 			if _, ok := c.body["stop_token_ids"]; ok && !stopped(want) {
 				t.Fatalf("no choice stopped on a stop token: the case does not test stops")
+			}
+			if _, ok := c.body["stop"]; ok && !stoppedOnString(want) {
+				t.Fatalf("no choice stopped on a stop string: the case does not test them: %v", want["choices"])
 			}
 			body := maps.Clone(c.body)
 			body["stream"] = true
