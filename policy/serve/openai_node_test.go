@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/policy/hftest"
 	"github.com/agentrl/agentrl/policy/local"
 	"github.com/agentrl/agentrl/policy/native"
@@ -82,29 +83,24 @@ func startConformance(t *testing.T) *conformance {
 		t.Fatal(err)
 	}
 	opts := serve.Options{APIKey: conformanceKey, Model: conformanceModel}
-	adapters := enableRuntimeAdapters(&opts)
+	root := t.TempDir()
+	enableRuntimeAdapters(&opts, p, root)
 	ts, _ := start(t, p, opts)
 	c := &conformance{ts: ts, dir: d, model: conformanceModel, key: conformanceKey}
-	if adapters || offersAdapterLoading(t, ts.URL) {
-		c.adapter = writeAdapter(t, d)
+	if offersAdapterLoading(t, ts.URL) {
+		c.adapter = writeConformanceAdapter(t, d, root)
+	} else {
+		t.Error("the server does not offer POST /v1/load_lora_adapter")
 	}
 	return c
 }
 
-// enableRuntimeAdapters sets the serve.Options that let the server load
-// LoRA adapters at run time, and reports whether it did.
-//
-// >>> LoRA HARNESS: serve.Options has no adapter settings in this tree.
-// >>> When it gains them (vLLM's --enable-lora with
-// >>> VLLM_ALLOW_RUNTIME_LORA_UPDATING=True, or a list of adapters to
-// >>> preload), set them on opts here and return true: the LoRA calls
-// >>> (calls.mjs's lora.flow, TestGoOpenAIConformance's lora) then load the
-// >>> adapter writeAdapter writes. Until then they run only when the
-// >>> server answers POST /v1/load_lora_adapter (offersAdapterLoading), and
-// >>> are skipped otherwise.
-func enableRuntimeAdapters(opts *serve.Options) bool {
-	_ = opts
-	return false
+// enableRuntimeAdapters lets the server load LoRA adapters at run time
+// from root (vLLM's --enable-lora with VLLM_ALLOW_RUNTIME_LORA_UPDATING=True),
+// as `trainer serve -lora-dir` does.
+func enableRuntimeAdapters(opts *serve.Options, p *local.Policy, root string) {
+	opts.AdapterDir = root
+	opts.LoadAdapter = func(_ context.Context, dir string) (policy.Policy, error) { return p.WithPEFT(dir, "") }
 }
 
 // offersAdapterLoading reports whether the server has the runtime LoRA
@@ -126,10 +122,10 @@ func offersAdapterLoading(t *testing.T, url string) bool {
 	return resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed
 }
 
-// writeAdapter writes a PEFT LoRA adapter directory for the model of d,
+// writeConformanceAdapter writes a PEFT LoRA adapter directory for the model of d,
 // with random nonzero A and B so that it changes the model's outputs, and
-// returns its path.
-func writeAdapter(t *testing.T, d hftest.Dir) string {
+// returns its path, inside root.
+func writeConformanceAdapter(t *testing.T, d hftest.Dir, root string) string {
 	t.Helper()
 	m, _, err := local.ReadHF(d.Path, 0)
 	if err != nil {
@@ -143,7 +139,7 @@ func writeAdapter(t *testing.T, d hftest.Dir) string {
 	for i := range params {
 		params[i] = float32(rng.NormFloat64() * 0.2)
 	}
-	dir := filepath.Join(t.TempDir(), "qwen2-tiny-lora")
+	dir := filepath.Join(root, "qwen2-tiny-lora")
 	base, err := filepath.Abs(d.Path)
 	if err != nil {
 		t.Fatal(err)
