@@ -30,7 +30,6 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		batchWindow = fs.Duration("batch-window", 3*time.Millisecond, "longest wait for requests already arriving to join a batch (0: none)")
 		maxTokens   = fs.Int("max-tokens", 0, "largest max_tokens a request may ask for (0: the context length)")
 		maxN        = fs.Int("max-n", 128, "largest n (samples per prompt) of a request")
-		promptRanks = fs.Bool("prompt-ranks", false, "compute the rank of a prompt_logprobs prompt token outside the requested top N (costly: one prompt forward per position)")
 		loraDir     = fs.String("lora-dir", "", "enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter, loading only adapters inside this directory (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING)")
 		verbose     = fs.Bool("v", false, "log every request")
 		loras       loraModules
@@ -84,7 +83,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	}
 	opts := serve.Options{
 		Model: p.Info().Name, APIKey: *apiKey, MaxTokensCap: *maxTokens, MaxN: *maxN,
-		MaxBatch: *maxBatch, BatchWindow: window, PromptRanks: *promptRanks, Logger: log,
+		MaxBatch: *maxBatch, BatchWindow: window, Logger: log,
 	}
 	if *loraDir != "" || len(loras) > 0 {
 		m := p.Lock()

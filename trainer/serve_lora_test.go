@@ -86,7 +86,7 @@ func TestServeLoRA(t *testing.T) {
 				TokenIDs []int `json:"token_ids"`
 			} `json:"choices"`
 		}
-		rs.postJSON(t, "/v1/completions", `{"model": "`+tc.model+`", "prompt": [257, 260, 104, 105, 262, 261], "max_tokens": 8, "seed": 3, "stop_token_ids": [], "return_token_ids": true}`, &out)
+		rs.postJSON(t, "/v1/completions", `{"model": "`+tc.model+`", "prompt": [257, 260, 104, 105, 262, 261], "max_tokens": 8, "seed": 3, "stop_token_ids": [], "ignore_eos": true, "return_token_ids": true}`, &out)
 		p, err := local.LoadCheckpoint(tc.dir)
 		if err != nil {
 			t.Fatal(err)

@@ -212,6 +212,38 @@ func (p *Policy) Score(ctx context.Context, reqs []policy.ScoreRequest) ([][]flo
 	return out, nil
 }
 
+// ScoreRanks returns Score's log-probabilities and, for each token, its
+// rank in the distribution it was scored from: ranks[i][t] is the number of
+// vocabulary tokens at least as likely as Continuation[t] after
+// Prompt+Continuation[:t] (1 for the most likely; tied tokens count
+// against it), vLLM's rank of a prompt_logprobs token. The ranks come from
+// the same rows of logits as the log-probabilities, with the forward passes
+// of Score and no more. Requests that share a prompt are scored against one
+// prompt forward pass, as in Score.
+func (p *Policy) ScoreRanks(ctx context.Context, reqs []policy.ScoreRequest) ([][]float64, [][]int, error) {
+	nreqs, where, err := p.scoreRequests(reqs)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.mu.Lock()
+	res, rks, err := p.model.ScoreRanks(ctx, nreqs)
+	p.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	lps := make([][]float64, len(reqs))
+	ranks := make([][]int, len(reqs))
+	for i, w := range where {
+		src := res[w[0]][w[1]]
+		lps[i] = make([]float64, len(src))
+		for t, v := range src {
+			lps[i][t] = float64(v)
+		}
+		ranks[i] = rks[w[0]][w[1]]
+	}
+	return lps, ranks, nil
+}
+
 // TopLogprobs returns, for each request i and continuation position t, the
 // k most likely next tokens after Prompt+Continuation[:t] (the
 // distribution Score reads Continuation[t] from), with their

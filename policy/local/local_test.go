@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/agentrl/agentrl/envs"
@@ -165,6 +166,51 @@ func TestTopLogprobs(t *testing.T) {
 		t.Error("k = -1 accepted")
 	}
 	if _, err := p.TopLogprobs(ctx, []policy.ScoreRequest{{Prompt: prompt, Continuation: []int{v}}}, 1); err == nil {
+		t.Error("out-of-vocabulary continuation accepted")
+	}
+}
+
+// TestScoreRanks checks ScoreRanks against Score and the full ranked list
+// of TopLogprobs: the same log-probabilities, and each token's rank is the
+// number of tokens at least as likely (vLLM's count).
+func TestScoreRanks(t *testing.T) {
+	p := tinyPolicy(t)
+	ctx := context.Background()
+	prompt, _ := p.RenderChat(ctx, []policy.Message{{Role: "user", Content: "Turn 1:\n#P_O#"}}, true)
+	sreqs := []policy.ScoreRequest{
+		{Prompt: prompt[:2], Continuation: prompt[2:]},
+		{Prompt: prompt[:2], Continuation: nil},
+		{Prompt: prompt[:4], Continuation: []int{'a', 'b', 'c'}},
+	}
+	scores, err := p.Score(ctx, sreqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lps, ranks, err := p.ScoreRanks(ctx, sreqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := p.TopLogprobs(ctx, sreqs, p.VocabSize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range sreqs {
+		if !slices.Equal(lps[i], scores[i]) || len(ranks[i]) != len(r.Continuation) {
+			t.Fatalf("request %d: log-probs %v ranks %v, Score %v", i, lps[i], ranks[i], scores[i])
+		}
+		for pos := range r.Continuation {
+			want := 0
+			for _, e := range all[i][pos] {
+				if e.LogProb >= scores[i][pos] {
+					want++
+				}
+			}
+			if ranks[i][pos] != want {
+				t.Errorf("request %d position %d: rank %d, want %d", i, pos, ranks[i][pos], want)
+			}
+		}
+	}
+	if _, _, err := p.ScoreRanks(ctx, []policy.ScoreRequest{{Prompt: prompt, Continuation: []int{p.VocabSize()}}}); err == nil {
 		t.Error("out-of-vocabulary continuation accepted")
 	}
 }

@@ -26,7 +26,9 @@
 //     adapter directory (adapter_config.json, adapter_model.safetensors).
 //   - Sample (sample.go) with a KV cache, and Score (score.go), which shares
 //     one prompt's cache across many continuations; TopLogprobs (score.go)
-//     runs the same passes for the k most likely tokens at each position.
+//     runs the same passes for the k most likely tokens at each position,
+//     and ScoreRanks for each scored token's rank (vLLM's prompt_logprobs
+//     rank) beside its log-probability.
 //     A prefix cache (prefixcache.go) keeps recent sequences' caches so the
 //     next turn of a multi-turn episode only computes its new tokens.
 //   - SaveCheckpoint/LoadCheckpoint (checkpoint.go; WriteCheckpoint for a

@@ -55,6 +55,54 @@ func (m *Model) Score(ctx context.Context, reqs []ScoreRequest) ([][][]float32, 
 	return out, nil
 }
 
+// ScoreRanks returns Score's log-probabilities together with each token's
+// rank in the distribution it is read from: ranks[i][j][t] is the number of
+// vocabulary tokens whose log-probability there is at least that of c[t], so
+// 1 for the most likely token, and a token tied with others counts them as
+// ranked before it. That is vLLM's rank of a prompt_logprobs token (its
+// sampler counts the entries of the log-softmax row that are >= the token's
+// own). The rank is counted on the same row of logits the log-probability
+// comes from: ScoreRanks runs exactly the forward passes of Score and gives
+// the same log-probabilities. It returns ctx.Err() when ctx is cancelled.
+func (m *Model) ScoreRanks(ctx context.Context, reqs []ScoreRequest) ([][][]float32, [][][]int, error) {
+	lps := make([][][]float32, len(reqs))
+	ranks := make([][][]int, len(reqs))
+	err := m.walkScore(ctx, reqs,
+		func(i int, z []float32) {
+			lse := simd.LogSumExp(z)
+			lps[i] = make([][]float32, len(reqs[i].Continuations))
+			ranks[i] = make([][]int, len(reqs[i].Continuations))
+			for j, c := range reqs[i].Continuations {
+				lps[i][j] = make([]float32, len(c))
+				ranks[i][j] = make([]int, len(c))
+				if len(c) > 0 {
+					lps[i][j][0], ranks[i][j][0] = rankOf(z, lse, c[0])
+				}
+			}
+		},
+		func(i, j, t int, z []float32) {
+			lps[i][j][t], ranks[i][j][t] = rankOf(z, simd.LogSumExp(z), reqs[i].Continuations[j][t])
+		})
+	if err != nil {
+		return nil, nil, err
+	}
+	return lps, ranks, nil
+}
+
+// rankOf returns the log-probability z[tok]−lse of tok and its rank: the
+// number of entries of the log-softmax row z−lse that are at least tok's
+// (tok included), as vLLM counts.
+func rankOf(z []float32, lse float32, tok int) (float32, int) {
+	own := z[tok] - lse
+	n := 0
+	for _, x := range z {
+		if x-lse >= own {
+			n++
+		}
+	}
+	return own, n
+}
+
 // TopLogprobs returns, for every request i, continuation j and position t,
 // the k most likely next tokens after Prompt+c[:t] (the distribution Score
 // reads c[t] from), with their log-probabilities under softmax of the raw

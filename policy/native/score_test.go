@@ -143,3 +143,79 @@ func TestTopLogprobsErrors(t *testing.T) {
 		t.Errorf("cancelled: err %v", err)
 	}
 }
+
+// TestScoreRanks checks ScoreRanks against Score and a brute-force count:
+// the log-probabilities are Score's exactly, and each rank is the number
+// of vocabulary tokens at least as likely as the scored one (vLLM's count,
+// the token itself included).
+func TestScoreRanks(t *testing.T) {
+	cfg := sampleConfig()
+	m := testModel(t, cfg, 12)
+	rng := rand.New(rand.NewPCG(7, 7))
+	ctx := context.Background()
+	v := cfg.Vocab
+	shared := randTokens(rng, 4, v)
+	reqs := []ScoreRequest{
+		{Prompt: randTokens(rng, 5, v), Continuations: [][]int{randTokens(rng, 6, v), nil, randTokens(rng, 1, v)}},
+		{Prompt: shared, Continuations: [][]int{randTokens(rng, 3, v), randTokens(rng, 3, v)}},
+		{Prompt: shared},
+	}
+	scores, err := m.Score(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lps, ranks, err := m.ScoreRanks(ctx, reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lps) != len(reqs) || len(ranks) != len(reqs) {
+		t.Fatalf("%d and %d results for %d requests", len(lps), len(ranks), len(reqs))
+	}
+	seen := map[int]bool{}
+	for i, r := range reqs {
+		if len(lps[i]) != len(r.Continuations) || len(ranks[i]) != len(r.Continuations) {
+			t.Fatalf("request %d: %d and %d continuations, want %d", i, len(lps[i]), len(ranks[i]), len(r.Continuations))
+		}
+		for j, c := range r.Continuations {
+			if !slices.Equal(lps[i][j], scores[i][j]) {
+				t.Errorf("(%d,%d): log-probs %v, Score %v", i, j, lps[i][j], scores[i][j])
+			}
+			if len(ranks[i][j]) != len(c) {
+				t.Fatalf("(%d,%d): %d ranks for %d tokens", i, j, len(ranks[i][j]), len(c))
+			}
+			for pos := range c {
+				all := bruteForce(t, m, r.Prompt, c[:pos])
+				own := scores[i][j][pos]
+				want := 0
+				for _, e := range all {
+					if e.LogProb >= own {
+						want++
+					}
+				}
+				if ranks[i][j][pos] != want {
+					t.Errorf("(%d,%d,%d): rank %d, brute force %d", i, j, pos, ranks[i][j][pos], want)
+				}
+				seen[want] = true
+			}
+		}
+	}
+	if len(seen) < 3 {
+		t.Errorf("ranks %v: too few distinct ranks to test anything", seen)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := m.ScoreRanks(cctx, reqs); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: err %v", err)
+	}
+}
+
+// TestRankOfTies checks vLLM's tie rule: tokens as likely as the scored
+// one rank before it.
+func TestRankOfTies(t *testing.T) {
+	z := []float32{1, 3, 2, 3, 3, -1}
+	for tok, want := range []int{5, 3, 4, 3, 3, 6} {
+		if lp, r := rankOf(z, 0.5, tok); r != want || lp != z[tok]-0.5 {
+			t.Errorf("token %d: rank %d log-prob %v, want %d and %v", tok, r, lp, want, z[tok]-0.5)
+		}
+	}
+}

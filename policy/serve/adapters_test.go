@@ -557,7 +557,7 @@ func TestLoRAUnloadInFlight(t *testing.T) {
 	var adapterOut map[string]any
 	wg.Go(func() {
 		adapterCode, adapterOut = post(t, url, "/v1/completions", map[string]any{
-			"model": "a", "prompt": prompt, "max_tokens": 6, "seed": 9, "stop_token_ids": []int{}, "return_token_ids": true,
+			"model": "a", "prompt": prompt, "max_tokens": 6, "seed": 9, "stop_token_ids": []int{}, "ignore_eos": true, "return_token_ids": true,
 		})
 	})
 	<-gated.entered

@@ -30,6 +30,7 @@ type chatRequest struct {
 	TopLogprobs          *int            `json:"top_logprobs"`
 	AddGenerationPrompt  *bool           `json:"add_generation_prompt"`
 	ContinueFinalMessage *bool           `json:"continue_final_message"`
+	AddSpecialTokens     *bool           `json:"add_special_tokens"`
 	PromptLogprobs       *int            `json:"prompt_logprobs"`
 	Tools                json.RawMessage `json:"tools"`
 }
@@ -135,9 +136,9 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := s.p.RenderChat(ctx, msgs, boolOr(req.AddGenerationPrompt, true))
+	prompt, err := s.renderChat(ctx, msgs, boolOr(req.AddGenerationPrompt, true), boolOr(req.AddSpecialTokens, false))
 	if err != nil {
-		return nil, badRequest("messages", "rendering the chat template: %v", err)
+		return nil, err
 	}
 	mt, param := req.MaxCompletionTokens, "max_completion_tokens"
 	if !mt.set || mt.null {

@@ -431,13 +431,23 @@ type promptLogprobs struct {
 	entries []map[string]any
 }
 
-// scorePrompts scores each prompt from its first token, in one Score call,
-// and, when nTop > 0, finds the nTop most likely tokens at each position,
-// in one TopLogprobs call, all of pol. Each entry of prompt_logprobs holds the prompt
-// token and the nTop most likely tokens, keyed by id, each with its
-// log-prob, decoded text and 1-based rank: a listed token's place in the
-// list, and for the prompt token when it is not listed its rank in the
-// full distribution with Options.PromptRanks (and no rank without it).
+// rankedScorer is implemented by policies that rank each scored token in
+// the distribution it is scored from, such as policy/local's: Score's
+// log-probabilities and, for each token, the number of vocabulary tokens at
+// least as likely (vLLM's rank), from the same forward passes.
+type rankedScorer interface {
+	ScoreRanks(ctx context.Context, reqs []policy.ScoreRequest) ([][]float64, [][]int, error)
+}
+
+// scorePrompts scores each prompt from its first token, in one Score call
+// (ScoreRanks when pol has it), and, when nTop > 0, finds the nTop most
+// likely tokens at each position, in one TopLogprobs call, all of pol. Each
+// entry of prompt_logprobs holds the prompt token and the nTop most likely
+// tokens, keyed by id, each with its log-prob, decoded text and 1-based
+// rank: a listed token's place in the list (the prompt token's too when it
+// is listed, as in vLLM), and for the prompt token when it is not listed
+// its rank in the full distribution from ScoreRanks (no rank with a policy
+// that has no ScoreRanks).
 func (s *Server) scorePrompts(ctx context.Context, pol policy.Policy, prompts [][]int, nTop int) ([]promptLogprobs, error) {
 	var sreqs []policy.ScoreRequest
 	var idx []int
@@ -448,11 +458,22 @@ func (s *Server) scorePrompts(ctx context.Context, pol policy.Policy, prompts []
 		}
 	}
 	out := make([]promptLogprobs, len(prompts))
-	var scores [][]float64
-	var tops [][][]policy.TokenLogprob
+	var (
+		scores [][]float64
+		ranks  [][]int
+		tops   [][][]policy.TokenLogprob
+	)
 	if len(sreqs) > 0 {
 		var err error
-		if scores, err = pol.Score(ctx, sreqs); err != nil {
+		if rs, ok := pol.(rankedScorer); ok {
+			scores, ranks, err = rs.ScoreRanks(ctx, sreqs)
+			if err == nil && len(ranks) != len(sreqs) {
+				err = fmt.Errorf("policy returned ranks for %d requests of %d", len(ranks), len(sreqs))
+			}
+		} else {
+			scores, err = pol.Score(ctx, sreqs)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if len(scores) != len(sreqs) {
@@ -464,6 +485,7 @@ func (s *Server) scorePrompts(ctx context.Context, pol policy.Policy, prompts []
 			}
 		}
 	}
+	rankOf := make([][]int, len(prompts))
 	for k, i := range idx {
 		if len(scores[k]) != len(prompts[i])-1 {
 			return nil, fmt.Errorf("policy returned %d log-probs for %d tokens", len(scores[k]), len(prompts[i])-1)
@@ -472,15 +494,14 @@ func (s *Server) scorePrompts(ctx context.Context, pol policy.Policy, prompts []
 		if tops != nil {
 			out[i].tops = tops[k]
 		}
+		if ranks != nil {
+			if len(ranks[k]) != len(prompts[i])-1 {
+				return nil, fmt.Errorf("policy returned %d ranks for %d tokens", len(ranks[k]), len(prompts[i])-1)
+			}
+			rankOf[i] = ranks[k]
+		}
 	}
 	for i, p := range prompts {
-		var ranks []int
-		if s.opts.PromptRanks && s.vocabSize() > 0 && len(p) > 1 {
-			var err error
-			if ranks, err = s.ranks(ctx, pol, p); err != nil {
-				return nil, err
-			}
-		}
 		bs, err := s.tokenBytes(ctx, p)
 		if err != nil {
 			return nil, err
@@ -488,8 +509,8 @@ func (s *Server) scorePrompts(ctx context.Context, pol policy.Policy, prompts []
 		out[i].entries = make([]map[string]any, len(p))
 		for j := 1; j < len(p); j++ {
 			e := map[string]any{"logprob": wireLogProb(out[i].lps[j-1]), "decoded_token": string(bs[j])}
-			if ranks != nil {
-				e["rank"] = ranks[j-1]
+			if rankOf[i] != nil {
+				e["rank"] = rankOf[i][j-1]
 			}
 			entry := map[string]any{strconv.Itoa(p[j]): e}
 			if out[i].tops != nil {
@@ -511,45 +532,6 @@ func (s *Server) scorePrompts(ctx context.Context, pol policy.Policy, prompts []
 				}
 			}
 			out[i].entries[j] = entry
-		}
-	}
-	return out, nil
-}
-
-// rankChunk is the number of prompt positions ranked per Score call.
-const rankChunk = 32
-
-// ranks returns the 1-based rank of p[j] in the next-token distribution
-// of pol after p[:j], for j = 1..len(p)-1, by scoring every vocabulary
-// token.
-func (s *Server) ranks(ctx context.Context, pol policy.Policy, p []int) ([]int, error) {
-	v := s.vocabSize()
-	out := make([]int, 0, len(p)-1)
-	for lo := 1; lo < len(p); lo += rankChunk {
-		hi := min(lo+rankChunk, len(p))
-		reqs := make([]policy.ScoreRequest, 0, (hi-lo)*v)
-		for j := lo; j < hi; j++ {
-			for t := range v {
-				reqs = append(reqs, policy.ScoreRequest{Prompt: p[:j], Continuation: []int{t}})
-			}
-		}
-		scores, err := pol.Score(ctx, reqs)
-		if err != nil {
-			return nil, err
-		}
-		if len(scores) != len(reqs) {
-			return nil, fmt.Errorf("policy returned %d scores for %d requests", len(scores), len(reqs))
-		}
-		for j := lo; j < hi; j++ {
-			row := scores[(j-lo)*v : (j-lo+1)*v]
-			own := row[p[j]][0]
-			rank := 1
-			for _, sc := range row {
-				if sc[0] > own {
-					rank++
-				}
-			}
-			out = append(out, rank)
 		}
 	}
 	return out, nil

@@ -10,7 +10,8 @@
 //   - GET /health: 200 with an empty body.
 //   - GET /v1/models: the served model, then each loaded LoRA adapter, as
 //     vLLM's ModelCard: id, object "model", created, owned_by "vllm",
-//     root (the served name for the base model, the lora_path as given
+//     root (the served name for the base model, where vLLM writes the path
+//     or Hugging Face id it loaded the model from; the lora_path as given
 //     for an adapter), parent (null for the base model, its name for an
 //     adapter), max_model_len (null for an adapter, as vLLM writes it)
 //     and permission (one ModelPermission with vLLM's defaults).
@@ -21,8 +22,9 @@
 //   - POST /v1/completions: prompt as a string, a list of strings, a list
 //     of token ids or a list of such lists; n, seed, temperature, top_p,
 //     top_k (-1 or 0 = off), min_p 0, repetition_penalty 1, presence and
-//     frequency penalties 0, max_tokens, stop (a string or a list of
-//     strings), stop_token_ids, ignore_eos, logprobs 0..20,
+//     frequency penalties 0, max_tokens (see Limits), stop (a string or a
+//     list of strings), stop_token_ids, ignore_eos (see Stops),
+//     logprobs 0..20,
 //     prompt_logprobs 0..20, echo, return_token_ids, skip_special_tokens,
 //     add_special_tokens, include_stop_str_in_output, stream with
 //     stream_options (see Streaming below).
@@ -32,9 +34,13 @@
 //     ignore_eos, logprobs with top_logprobs 0..20, return_token_ids
 //     (token_ids per choice, prompt_token_ids at the top level),
 //     skip_special_tokens, include_stop_str_in_output,
-//     add_generation_prompt, stream with stream_options.
-//   - POST /tokenize (prompt, or messages with add_generation_prompt) and
-//     POST /detokenize.
+//     add_generation_prompt, add_special_tokens (default false: the special
+//     tokens of a text prompt, see Vocabulary, before the rendered
+//     template), stream with stream_options.
+//   - POST /tokenize, with vLLM's defaults: the text form (prompt) with
+//     add_special_tokens (default true), or the chat form (messages) with
+//     add_generation_prompt (default true) and add_special_tokens (default
+//     false, as in chat requests); and POST /detokenize.
 //
 // Both sampling endpoints answer stream: true with server-sent events, as
 // vLLM and OpenAI do: text/event-stream, one "data: {chunk}" event per
@@ -81,8 +87,11 @@
 // one by one, so a bad request does not fail its neighbours.
 //
 // Scoring: prompt_logprobs (and echo with logprobs) go through policy.Score,
-// teacher-forcing each prompt from its first token. Entries carry logprob
-// and decoded_token, and rank as said below. Log-probabilities follow
+// teacher-forcing each prompt from its first token, or through the policy's
+// ScoreRanks(ctx, reqs []policy.ScoreRequest) ([][]float64, [][]int, error)
+// when it has one (policy/local's does), which gives Score's log-probs and
+// each token's rank from the same forward passes. Entries carry logprob,
+// decoded_token and rank, as said below. Log-probabilities follow
 // policy's convention (raw logits, temperature 1); -Inf is written -9999,
 // as vLLM does.
 //
@@ -109,24 +118,32 @@
 //     likely tokens, keyed by id, each with logprob, decoded_token and
 //     rank. A listed token's rank is its place in the list (the prompt
 //     token's too when it is listed, as in vLLM). The prompt token's rank
-//     when it is not listed, which vLLM always computes from the logits, is
-//     here present only with Options.PromptRanks (1 + the number of more
-//     likely tokens, vLLM counting ties against the token), since the
-//     policy interface exposes no logits and that rank costs a score of
-//     every vocabulary token at every position.
+//     when it is not listed (and with prompt_logprobs 0, every entry's) is
+//     its rank in the whole distribution, as vLLM computes it from the
+//     logits (vllm/v1/sample/ops/logprobs.py, batched_count_greater_than:
+//     the number of tokens whose log-prob is at least the token's, so ties
+//     count against it), from ScoreRanks; with a policy that has no
+//     ScoreRanks it is left out, since the policy interface exposes no
+//     logits.
 //   - /v1/chat/completions top_logprobs N with logprobs true:
 //     content[i].top_logprobs is a list of N {token, logprob, bytes}, most
 //     likely first (OpenAI's shape). top_logprobs above 0 without logprobs
 //     true is a 400; 0 is accepted, as vLLM does.
 //
-// Stops: stop_token_ids, when present (even empty), are the complete stop
-// set, so policy/vllm's requests mean exactly their policy.Sampling; when
-// absent the policy's Info().StopTokens end generation (vLLM's EOS), unless
-// ignore_eos is true. stop_reason is the token id when a token of
-// stop_token_ids ended generation, and null otherwise. The stop token is
-// always in token_ids and in the log-probs; include_stop_str_in_output
-// (default false) and skip_special_tokens (default true) shape only the
-// text.
+// Stops, as in vLLM (vllm/sampling_params.py, update_from_generation_config;
+// vllm/v1/core/sched/utils.py, check_stop): generation ends at a token of
+// stop_token_ids and, unless ignore_eos is true, at the model's
+// end-of-sequence tokens, which are the policy's Info().StopTokens
+// (policy/local reads them as vLLM does: the tokenizer's eos_token and
+// generation_config's eos_token_id). stop_token_ids are additional, never a
+// replacement: policy/vllm sends ignore_eos true to make them the whole stop
+// set. finish_reason is "stop"; stop_reason is null when the first of
+// Info().StopTokens (vLLM's primary EOS, which it checks before
+// stop_token_ids) ended generation, and the token id when any other stop
+// token did (vLLM merges generation_config's other EOS ids into
+// stop_token_ids). The stop token is always in token_ids and in the
+// log-probs; include_stop_str_in_output (default false) and
+// skip_special_tokens (default true) shape only the text.
 //
 // Stop strings (stop.go): stop is a string or a list of any number of
 // strings; empty ones are ignored and anything else is a 400. As in vLLM,
@@ -148,12 +165,14 @@
 // cuts afterwards. Each sequence has its own seeded generator, so the
 // tokens kept are exactly those sampling would have stopped at.
 //
-// Limits: max_tokens defaults to 16 on /v1/completions when absent (the
-// OpenAI and vLLM default) and to the rest of the context when null, and to
-// the rest of the context in chat; Options.MaxTokensCap, when set, bounds
-// it. A prompt that leaves no room in the context, or a max_tokens that
-// exceeds the room or the cap, is a 400 (vLLM rejects, it does not
-// truncate). n is at most Options.MaxN, and a request has at most 1024
+// Limits: max_tokens defaults to 16 on /v1/completions when absent or null
+// (the OpenAI and vLLM default; vLLM's normalize_null_max_tokens validator
+// reads null as 16, where versions before it took the rest of the
+// context), bounded by the room left, and to the rest of the context in
+// chat (max_tokens or max_completion_tokens absent or null, as vLLM's
+// get_max_tokens); Options.MaxTokensCap, when set, bounds it. A prompt
+// that leaves no room in the context, or a max_tokens that exceeds the room
+// or the cap, is a 400 (vLLM rejects, it does not truncate). n is at most Options.MaxN, and a request has at most 1024
 // sequences (prompts × n). max_tokens 0 is accepted only with echo (the
 // prompt is scored, nothing is generated).
 //

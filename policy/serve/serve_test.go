@@ -249,13 +249,13 @@ func TestGoOpenAI(t *testing.T) {
 func TestCompletionFeatures(t *testing.T) {
 	ctx := context.Background()
 	p := tiny(t)
-	ts, _ := start(t, p, serve.Options{PromptRanks: true})
+	ts, _ := start(t, p, serve.Options{})
 	pr := prompts(t, p, 2)
 
 	// n = 3 with seed s is the n = 1 requests with seeds s, s+1, s+2; a
 	// list of prompts is answered prompt-major.
 	code, resp := post(t, ts.URL, "/v1/completions", map[string]any{
-		"prompt": pr, "n": 3, "seed": 9, "max_tokens": 10, "logprobs": 0, "return_token_ids": true, "stop_token_ids": []int{},
+		"prompt": pr, "n": 3, "seed": 9, "max_tokens": 10, "logprobs": 0, "return_token_ids": true, "stop_token_ids": []int{}, "ignore_eos": true,
 	})
 	if code != 200 {
 		t.Fatalf("status %d: %v", code, resp)
@@ -316,9 +316,9 @@ func TestCompletionFeatures(t *testing.T) {
 		all[v] = policy.ScoreRequest{Prompt: seq[:3], Continuation: []int{v}}
 	}
 	sc, _ := p.Score(ctx, all)
-	rank := 1
+	rank := 0 // vLLM's count: the tokens at least as likely, this one included
 	for _, s := range sc {
-		if s[0] > sc[seq[3]][0] {
+		if s[0] >= sc[seq[3]][0] {
 			rank++
 		}
 	}

@@ -33,7 +33,8 @@ type Options struct {
 	// get 413.
 	MaxRequestBytes int64
 	// MaxTokensCap, when positive, is the largest max_tokens a request may
-	// ask for, and the default when it asks for none.
+	// ask for, and bounds the default when it asks for none (16 on
+	// /v1/completions, the rest of the context in chat).
 	MaxTokensCap int
 	// MaxN is the largest n (default 128).
 	MaxN int
@@ -49,13 +50,6 @@ type Options struct {
 	// at once (default 1: the embedded policy runs one call at a time, and
 	// requests arriving meanwhile gather into the next, larger batch).
 	MaxConcurrentBatches int
-	// PromptRanks makes the prompt token's prompt_logprobs entry carry
-	// "rank" when the token is not among the requested most likely ones
-	// (whose ranks are their places), computed by scoring every vocabulary
-	// token at every prompt position (a prompt of L tokens costs L prompt
-	// forwards instead of one). It needs a known vocabulary (see the
-	// package doc). Off, that rank is omitted.
-	PromptRanks bool
 	// Logger receives request logs (Debug) and policy failures (Error).
 	// Nil means slog.Default().
 	Logger *slog.Logger

@@ -101,7 +101,7 @@ func (s *Server) finishSample(ctx context.Context, smp policy.Sample, sp *sampli
 		}
 	}
 	if stopped {
-		if last := smp.Tokens[len(smp.Tokens)-1]; sp.explict[last] {
+		if last := smp.Tokens[len(smp.Tokens)-1]; sp.reason[last] {
 			out.stopReason = last
 		}
 	}

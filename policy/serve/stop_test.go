@@ -245,7 +245,7 @@ func TestStopStrings(t *testing.T) {
 	for _, endpoint := range []string{"completions", "chat"} {
 		bases := map[bool]stopResult{}
 		for _, skip := range []bool{false, true} {
-			bases[skip] = stopRequest(t, ts.URL, endpoint, map[string]any{"stop_token_ids": []int{}, "skip_special_tokens": skip})
+			bases[skip] = stopRequest(t, ts.URL, endpoint, map[string]any{"stop_token_ids": []int{}, "ignore_eos": true, "skip_special_tokens": skip})
 		}
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%s/%s", endpoint, c.name), func(t *testing.T) {
@@ -259,7 +259,7 @@ func TestStopStrings(t *testing.T) {
 					stopIDs = []int{}
 				}
 				got := stopRequest(t, ts.URL, endpoint, map[string]any{
-					"stop": pk.stop, "stop_token_ids": stopIDs, "skip_special_tokens": c.skipSpecial, "include_stop_str_in_output": c.include,
+					"stop": pk.stop, "stop_token_ids": stopIDs, "ignore_eos": true, "skip_special_tokens": c.skipSpecial, "include_stop_str_in_output": c.include,
 				})
 				var stops []string
 				switch s := pk.stop.(type) {
