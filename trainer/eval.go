@@ -158,6 +158,7 @@ type transcript struct {
 	Success  bool             `json:"success"`
 	Score    float64          `json:"score"`
 	Actions  int              `json:"actions"`
+	Policy   string           `json:"policy,omitempty"` // the model that played (a served adapter's name)
 	Err      string           `json:"error,omitempty"`
 	Messages []policy.Message `json:"messages"`
 }
@@ -172,7 +173,7 @@ func writeEval(dir string, trajs []rollout.Trajectory, m map[string]float64) err
 	}
 	enc := json.NewEncoder(f)
 	for _, tr := range trajs {
-		if err := enc.Encode(transcript{Seed: tr.Seed, Success: tr.Success, Score: tr.Score, Actions: tr.Actions, Err: tr.Err, Messages: tr.Messages}); err != nil {
+		if err := enc.Encode(transcript{Seed: tr.Seed, Success: tr.Success, Score: tr.Score, Actions: tr.Actions, Policy: tr.Policy, Err: tr.Err, Messages: tr.Messages}); err != nil {
 			f.Close()
 			return err
 		}
