@@ -240,7 +240,7 @@ func (s *Server) chatChoice(ctx context.Context, c int, out output, logprobs boo
 			}
 			content[i] = chatLogprob{Token: string(b), Logprob: wireLogProb(out.logprobs[i]), Bytes: byteInts(b), TopLogprobs: alts}
 		}
-		ch.Logprobs = map[string]any{"content": content}
+		ch.Logprobs = map[string]any{"content": content, "refusal": nil} // refusal: OpenAI's schema requires it
 	}
 	return ch, nil
 }

@@ -49,8 +49,14 @@
 //
 // Every reply carries an X-Request-Id header: the request's own when it
 // sent one, a fresh id otherwise (vLLM's --enable-request-id-headers; the
-// OpenAI clients report it as the request id). Chat messages carry
-// "refusal": null, which OpenAI's published schema requires.
+// OpenAI clients report it as the request id). Chat messages and chat
+// logprobs carry "refusal": null, which OpenAI's published schema
+// requires. Checked against that schema (openai/openai-openapi 2.3.0,
+// with the conformance test's optional AGENTRL_OPENAI_OPENAPI), the
+// replies validate except where vLLM's differ from it the same way: an
+// error's code is the HTTP status as an integer (the schema says a string
+// or null), and echo's first prompt position has null token_logprobs and
+// top_logprobs entries (the schema says a number and an object).
 //
 // Unknown request fields are ignored, as vLLM does; a known field of the
 // wrong type is a 400. Values that would change the sampling distribution
