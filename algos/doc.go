@@ -32,6 +32,7 @@
 //	earlystop.go         empty-after-filter and reward-variance early stops
 //	collapse.go          MI / retrieval / entropy collapse metrics, EMA
 //	collapse_sampling.go first-turn and trajectory-uniform pair sampling
+//	mismatch.go          train–inference mismatch: sampler vs learner log-probs
 //
 // Conventions: token-level data are ragged [][]float64 matrices (row = one
 // sequence) with a [][]bool loss mask of the same shape (true = the token is

@@ -83,6 +83,13 @@ type ScoreRequest struct {
 	Continuation []int
 }
 
+// TokenLogprob is a token and its log-probability (see the package doc for
+// the convention), as in a list of a position's most likely next tokens.
+type TokenLogprob struct {
+	Token   int
+	LogProb float64
+}
+
 // Info describes a policy.
 type Info struct {
 	// Name identifies the model (and its version, for a served policy).

@@ -119,10 +119,13 @@ func (e *Engine) Run(ctx context.Context, seeds []uint64, k int, samplingSeed ui
 	if k < 1 {
 		return nil, fmt.Errorf("rollout: group size must be at least 1, got %d", k)
 	}
+	// A served policy names the weights it samples with (policy.Info);
+	// switch them between calls, not during one.
+	name := e.policy.Info().Name
 	eps := make([]*episode, 0, len(seeds)*k)
 	for g, seed := range seeds {
 		for s := range k {
-			eps = append(eps, &episode{traj: Trajectory{Group: g, Sample: s, Seed: seed}})
+			eps = append(eps, &episode{traj: Trajectory{Group: g, Sample: s, Seed: seed, Policy: name}})
 		}
 	}
 	e.parallel(ctx, eps, func(_ int, ep *episode) { e.start(ctx, ep) })

@@ -11,6 +11,14 @@ type Trajectory struct {
 	Group, Sample int
 	// Seed is the environment seed shared by the group.
 	Seed uint64
+	// Policy names the policy that sampled the replies: its Info().Name
+	// when Engine.Run started (a served policy's model or LoRA adapter,
+	// which names the weights' version). PolicyVersion is the version of
+	// those weights as the caller counts them (the trainer: the number of
+	// completed training steps they hold, 0 for the starting weights);
+	// the engine leaves it 0.
+	Policy        string
+	PolicyVersion int
 
 	// Tokens is the conversation: system prompt, every user turn and every
 	// reply, exactly as tokenized and sampled.

@@ -121,8 +121,9 @@ func creditTurns(tr *rollout.Trajectory, first int, windowed bool) []algos.Turn 
 // Sequences are a batch in the learner's form: one token sequence per
 // trajectory, or one per turn with a history window. Every per-token
 // matrix has Mask's ragged shape. The loop fills the fields in order:
-// Batch.Sequences the first four, Learner.Prepare OldValues and RefLogProb,
-// the advantage estimator Advantages and Returns.
+// Batch.Sequences the first four, Learner.Prepare OldValues and RefLogProb
+// (and, recomputing, OldLogProb and SamplerLogProb), the advantage
+// estimator Advantages and Returns.
 type Sequences struct {
 	// Episode[i] indexes the batch trajectory sequence i comes from.
 	Episode []int
@@ -131,8 +132,14 @@ type Sequences struct {
 	// Mask is true on the tokens the policy sampled (the trained ones).
 	Mask [][]bool
 	// OldLogProb holds the behaviour policy's log-probs of the sampled
-	// tokens, as it reported them while sampling.
+	// tokens: as the sampler reported them, or, with
+	// algo.recompute_old_log_prob, as Learner.Prepare recomputed them under
+	// the same weights.
 	OldLogProb [][]float64
+	// SamplerLogProb keeps the sampler's log-probs when Prepare replaced
+	// OldLogProb with the learner's (the train–inference mismatch compares
+	// the two); nil otherwise.
+	SamplerLogProb [][]float64
 
 	// OldValues are the critic's values under the weights that sampled
 	// the batch (GAE); nil without a critic.
@@ -164,8 +171,8 @@ func (s *Sequences) Subset(idx []int) *Sequences {
 		}
 		return out
 	}
-	out := &Sequences{OldLogProb: pick(s.OldLogProb), OldValues: pick(s.OldValues), RefLogProb: pick(s.RefLogProb),
-		Advantages: pick(s.Advantages), Returns: pick(s.Returns)}
+	out := &Sequences{OldLogProb: pick(s.OldLogProb), SamplerLogProb: pick(s.SamplerLogProb), OldValues: pick(s.OldValues),
+		RefLogProb: pick(s.RefLogProb), Advantages: pick(s.Advantages), Returns: pick(s.Returns)}
 	for _, j := range idx {
 		if s.Episode != nil {
 			out.Episode = append(out.Episode, s.Episode[j])

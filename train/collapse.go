@@ -12,6 +12,33 @@ import (
 	"github.com/agentrl/agentrl/rollout"
 )
 
+// CollapseMetrics computes the template-collapse metrics of trajs as one
+// collapse step of a training run does (collapse.samples pairs per
+// scheme, the first-turn and trajectory schemes as cfg selects), for
+// trainer eval: any policy that scores token ids will do, in process or
+// served (policy/vllm scores through prompt_logprobs), so the collapse of
+// any checkpoint or served model can be checked. seed seeds the choice of
+// pairs. It also returns the regime the collapse alarm reads from them (a
+// first reading: the midpoint thresholds of cfg.Alarm), or "" when the
+// trajectories hold too few distinct prompts to tell apart.
+func CollapseMetrics(ctx context.Context, p policy.Policy, trajs []rollout.Trajectory, cfg CollapseConfig, seed uint64) (map[string]float64, algos.Regime, error) {
+	m, err := collapseMetrics(ctx, p, trajs, cfg, algos.NewCollapseEMA(), rand.New(rand.NewPCG(seed, 0)))
+	if err != nil {
+		return nil, "", err
+	}
+	prefix := algos.SchemeFirstTurn
+	if !cfg.FirstTurn {
+		prefix = algos.SchemeTrajectory
+	}
+	r, ok := algos.ReadingFromMetrics(m, prefix)
+	if !ok {
+		return m, "", nil
+	}
+	tracker := algos.RegimeTracker{Config: cfg.Alarm.RegimeConfig}
+	regime, _ := tracker.Observe(r)
+	return m, regime, nil
+}
+
 // collapseMetrics computes the template-collapse (mutual information)
 // metrics on the unfiltered batch: reasoning chains Z (the tokens strictly
 // between <think> and </think>) scored under every sampled prompt X (the

@@ -62,3 +62,33 @@ func TestCollapseMetricsCrossRetrievalWithGroundTruth(t *testing.T) {
 		}
 	}
 }
+
+// TestCollapseMetricsReadsTheRegime checks CollapseMetrics, trainer eval's
+// entry: chains that each name their own input, with certainty, read as
+// compressed (input-dependent, low entropy); a single input reads nothing.
+func TestCollapseMetricsReadsTheRegime(t *testing.T) {
+	var trajs []rollout.Trajectory
+	for g := range 4 {
+		for range 2 {
+			trajs = append(trajs, rollout.Trajectory{
+				Group: g, Tokens: []int{10 + g, 100 + g},
+				Turns: []rollout.Turn{{PromptEnd: 1, ThinkStart: 1, ThinkEnd: 2}},
+			})
+		}
+	}
+	cfg := Default().Collapse
+	m, regime, err := CollapseMetrics(context.Background(), groupScorer{}, trajs, cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if regime != algos.RegimeCompressed {
+		t.Errorf("regime %q, want %q (metrics %v)", regime, algos.RegimeCompressed, m)
+	}
+	if got := m[algos.SchemeFirstTurn+"/retrieval_accuracy"]; got != 1 {
+		t.Errorf("retrieval accuracy %v, want 1", got)
+	}
+	_, regime, err = CollapseMetrics(context.Background(), groupScorer{}, trajs[:2], cfg, 7)
+	if err != nil || regime != "" {
+		t.Errorf("one input: regime %q, err %v; want none", regime, err)
+	}
+}

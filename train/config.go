@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,6 +36,74 @@ type Config struct {
 	WarmStart  WarmStartConfig  `yaml:"warm_start"`
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
 	Analysis   AnalysisConfig   `yaml:"analysis"`
+	Server     ServerConfig     `yaml:"server"`
+}
+
+// ServerConfig samples the rollouts on a served copy of the model: a vLLM
+// server (or `trainer serve`, or any server of the same OpenAI-compatible
+// API with runtime LoRA loading) serving the Hugging Face model of
+// model.init, while the learner trains LoRA adapters on that model in
+// process. After every step the run writes the adapters as a PEFT adapter
+// directory and the server loads them under a new name, which every
+// trajectory records as its policy version (see docs/training.md,
+// "Rollouts on a served model"). None of these keys is part of the run
+// identity: they say where the sampler runs, not what the run computes.
+type ServerConfig struct {
+	// URL is the server's base URL (http://host:8000; a trailing /v1 is
+	// accepted), or several separated by commas, all serving the same
+	// model: requests go to the least busy, and adapters are loaded on
+	// every one. Empty (the default): rollouts sample in process.
+	URL string `yaml:"url"`
+	// APIKey is sent as a bearer token (vLLM's --api-key); empty means
+	// $AGENTRL_API_KEY. It is never written to the run directory.
+	APIKey string `yaml:"api_key"`
+	// Model is the served base model's name (vLLM's --served-model-name,
+	// by default the path given to `vllm serve`); empty means the first
+	// base model the server lists.
+	Model string `yaml:"model"`
+	// AdapterDir is where the run writes each policy version's PEFT
+	// adapter, one directory per version, named as the server loads it.
+	// Empty means <run.out>/adapters.
+	AdapterDir string `yaml:"adapter_dir"`
+	// AdapterDirOnServer is AdapterDir as the server sees it, when the
+	// server mounts it elsewhere (another machine, a container); the
+	// lora_path of each load is this directory joined with the version's
+	// name. Empty means AdapterDir's absolute path.
+	AdapterDirOnServer string `yaml:"adapter_dir_on_server"`
+	// KeepAdapters keeps every version's adapter directory; by default a
+	// version's directory is removed once the server has unloaded it (the
+	// checkpoints keep the adapters either way).
+	KeepAdapters bool `yaml:"keep_adapters"`
+	// ProbeTolerance is the largest mean |Δ log-prob| allowed, at start,
+	// between the server and the learner scoring a probe conversation
+	// with the first adapter loaded: above it the server serves another
+	// model than model.init (same tokenizer, other weights). vLLM's bf16
+	// kernels differ from the learner's float32 by about 1e-3 to 1e-2;
+	// a negative value skips the check.
+	ProbeTolerance float64 `yaml:"probe_tolerance"`
+}
+
+// Enabled reports whether rollouts sample on a server.
+func (c ServerConfig) Enabled() bool { return strings.TrimSpace(c.URL) != "" }
+
+// URLs returns the comma-separated base URLs.
+func (c ServerConfig) URLs() []string {
+	var out []string
+	for u := range strings.SplitSeq(c.URL, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// MarshalYAML writes the section without the API key, so that neither
+// the run directory's config.yaml nor -dry-run shows it.
+func (c ServerConfig) MarshalYAML() (any, error) {
+	type plain ServerConfig
+	p := plain(c)
+	p.APIKey = ""
+	return p, nil
 }
 
 // AnalysisConfig holds diagnostics that measure without changing the run.
@@ -150,6 +219,15 @@ type AlgoConfig struct {
 	// MiniBatch is the number of training sequences per optimizer step:
 	// one sequence per trajectory, or one per turn with a history window.
 	MiniBatch int `yaml:"ppo_mini_batch_size"`
+	// RecomputeOldLogProb makes the learner recompute, before each update,
+	// the log-probs of the sampled tokens under the weights that sampled
+	// them (a forward pass without gradient), and use them as the old
+	// log-probs of the importance ratio instead of those the sampler
+	// reported (verl's recompute); the step then records the difference
+	// between the two (mismatch/*). On by default with server.url, where
+	// the sampler's log-probs come from other kernels; off, the sampler's
+	// log-probs are the old log-probs.
+	RecomputeOldLogProb bool `yaml:"recompute_old_log_prob"`
 }
 
 // FilterConfig is the SNR-aware rollout filter.
@@ -285,6 +363,7 @@ func Default() Config {
 		WarmStart: WarmStartConfig{Enabled: true, Episodes: 6000, Perturb: 0.1, Rationale: "brief",
 			Steps: DefaultWarmStartSteps, Batch: 16, LR: 3e-3, CacheDir: "runs/cache"},
 		Checkpoint: CheckpointConfig{Every: 10, Resume: true},
+		Server:     ServerConfig{ProbeTolerance: 0.1},
 	}
 }
 
@@ -350,6 +429,9 @@ func parse(data []byte, overrides []string, runName string) (Config, error) {
 	}
 	if err := yamlpath.DecodeStrict(doc, &cfg); err != nil {
 		return Config{}, err
+	}
+	if cfg.Server.Enabled() && yamlpath.Get(doc, "algo.recompute_old_log_prob") == nil {
+		cfg.Algo.RecomputeOldLogProb = true
 	}
 	if cfg.Run.Out == "" {
 		if runName == "" {
@@ -432,7 +514,45 @@ func (c *Config) Validate() error {
 	check(c.Checkpoint.Every >= 0, "checkpoint.every: must be >= 0, got %d", c.Checkpoint.Every)
 	check(c.Analysis.GradientEvery >= 0, "analysis.gradient_every: must be >= 0 (0: never), got %d", c.Analysis.GradientEvery)
 	check(c.Analysis.GradientBuckets >= 1, "analysis.gradient_buckets: must be at least 1, got %d", c.Analysis.GradientBuckets)
+	errs = append(errs, c.validateServer()...)
 	return errors.Join(errs...)
+}
+
+// validateServer checks the server section and what it needs of the
+// others. Whether model.init is a Hugging Face directory is checked by
+// New, which may read the file system.
+func (c *Config) validateServer() []error {
+	s := c.Server
+	if !s.Enabled() {
+		var errs []error
+		for _, k := range []struct {
+			key string
+			set bool
+		}{{"api_key", s.APIKey != ""}, {"model", s.Model != ""}, {"adapter_dir", s.AdapterDir != ""},
+			{"adapter_dir_on_server", s.AdapterDirOnServer != ""}, {"keep_adapters", s.KeepAdapters}} {
+			if k.set {
+				errs = append(errs, fmt.Errorf("server.%s: only applies with server.url", k.key))
+			}
+		}
+		return errs
+	}
+	var errs []error
+	for _, raw := range strings.Split(s.URL, ",") {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("server.url: %q is not an http(s)://host[:port] base URL", strings.TrimSpace(raw)))
+		}
+	}
+	if !c.Model.LoRA.Enabled() {
+		errs = append(errs, errors.New("server.url: a served model trains LoRA adapters, which the server loads after every step: set model.lora.rank (e.g. 16, at most the server's --max-lora-rank)"))
+	}
+	if c.Model.Init == "" {
+		errs = append(errs, errors.New("server.url: set model.init to the Hugging Face model directory the server serves (the learner trains the same model in process)"))
+	}
+	if !c.Algo.RecomputeOldLogProb {
+		errs = append(errs, errors.New("algo.recompute_old_log_prob: must be true with server.url: the server's log-probs come from other kernels, so the learner recomputes the old log-probs of the ratio"))
+	}
+	return errs
 }
 
 // validate checks model.lora (with a positive rank; its other keys are

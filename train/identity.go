@@ -47,6 +47,16 @@ type runIdentity struct {
 
 // identityKeys lists the identifying parts of a Config: whole sections,
 // or single keys of the others.
+//
+// The server section is not among them. Its keys say where rollouts
+// sample (URLs, API key, model name, adapter directories), not what the
+// run computes: the sampler serves the learner's own weights, pushed after
+// every step, and the learner recomputes the old log-probs itself, so a
+// run may move between servers, or between a server and `trainer serve`,
+// and resume. What a sampler can change (its kernels' numerics, as
+// another machine's can) is measured per step (mismatch/*) rather than
+// fixed by the identity; algo.recompute_old_log_prob, which a server turns
+// on, is part of it.
 var identityKeys = []string{
 	"env", "rollout", "model", "algo", "filter", "warm_start",
 	"run.seed", "run.groups", "run.group_size", "run.train_seed_base",
@@ -111,6 +121,10 @@ func (t *Trainer) identity() (runIdentity, error) {
 		// Without adapters their settings change nothing, and runs
 		// recorded before they existed still match.
 		deletePrefix(flat, loraPrefix)
+	}
+	if !c.Algo.RecomputeOldLogProb {
+		// Off, runs recorded before the setting existed still match.
+		delete(flat, "algo.recompute_old_log_prob")
 	}
 	if flat["warm_start.env_config"] == "" {
 		// Unset, it changes nothing, and runs recorded before it existed

@@ -14,13 +14,16 @@ import (
 // state of each. The loop never touches a model directly; it calls, for
 // every step with a non-empty batch:
 //
-//	Prepare(seqs)         values and reference log-probs under the weights
-//	                      that sampled the batch, computed once per step
+//	Prepare(seqs)         values and reference log-probs (and, recomputing,
+//	                      the old log-probs) under the weights that sampled
+//	                      the batch, computed once per step
 //	(advantages, with algos, from seqs and Prepare's results)
 //	Update(seqs, opts)    ppo_epochs × mini-batches of optimizer steps
 //
-// and Save after each checkpointed step. Policy samples the rollouts and
-// scores the collapse metrics; it reflects every completed Update.
+// and Save after each checkpointed step. Policy samples the rollouts (in
+// process; with server.url a served copy of the weights samples them, fed
+// by adapterSaver) and scores the collapse metrics; it reflects every
+// completed Update.
 //
 // The loss is agentrl's on every backend: implementations evaluate it with
 // package algos (Preset.ActorLoss, Preset.CriticLoss) from the per-token
@@ -33,7 +36,11 @@ type Learner interface {
 	// Policy is the policy to sample and score with.
 	Policy() policy.Policy
 	// Prepare fills seqs.OldValues when there is a critic and
-	// seqs.RefLogProb when there is a reference policy.
+	// seqs.RefLogProb when there is a reference policy. With
+	// algo.recompute_old_log_prob it also recomputes seqs.OldLogProb under
+	// the current weights (those that sampled the batch), moving the
+	// sampler's into seqs.SamplerLogProb; the recomputed rows are zero
+	// off the mask, as the sampler's are.
 	Prepare(ctx context.Context, seqs *Sequences) error
 	// Update trains on seqs, whose Advantages (and Returns, with a critic)
 	// are set. A mini-batch whose loss or gradient is not finite is
@@ -45,6 +52,15 @@ type Learner interface {
 	Save(ctx context.Context, dir string) error
 	// Model describes the trained model for the run's identity and logs.
 	Model() ModelInfo
+}
+
+// adapterSaver is a Learner whose trained weights are LoRA adapters that
+// a server can load: with server.url the loop writes them after every
+// update and the server samples from them.
+type adapterSaver interface {
+	// SaveAdapter writes the current adapters as a PEFT LoRA adapter
+	// directory into dir (an empty directory).
+	SaveAdapter(ctx context.Context, dir string) error
 }
 
 // GradientAnalyzer is implemented by learners that can measure the terms

@@ -163,8 +163,8 @@ func (r *recorder) transcripts(step int, label string, trajs []rollout.Trajector
 	w := bufio.NewWriter(f)
 	for i := 0; i < len(trajs) && i < n; i++ {
 		tr := &trajs[i]
-		fmt.Fprintf(w, "=== group %d sample %d seed %d: score %.2f success %v actions %d%s\n",
-			tr.Group, tr.Sample, tr.Seed, tr.Score, tr.Success, tr.Actions, errSuffix(tr.Err))
+		fmt.Fprintf(w, "=== group %d sample %d seed %d: score %.2f success %v actions %d policy %s version %d%s\n",
+			tr.Group, tr.Sample, tr.Seed, tr.Score, tr.Success, tr.Actions, tr.Policy, tr.PolicyVersion, errSuffix(tr.Err))
 		for _, m := range tr.Messages {
 			fmt.Fprintf(w, "--- %s\n%s\n", m.Role, m.Content)
 		}

@@ -340,10 +340,38 @@ func (l *nativeLearner) Save(_ context.Context, dir string) error {
 	return nil
 }
 
+var _ adapterSaver = (*nativeLearner)(nil)
+
+// SaveAdapter implements adapterSaver: the adapters as the checkpoint's
+// adapter/ holds them (float32).
+func (l *nativeLearner) SaveAdapter(_ context.Context, dir string) error {
+	if l.base == nil {
+		return errors.New("the learner trains no LoRA adapters (model.lora.rank is 0)")
+	}
+	return native.SavePEFT(dir, l.actor, l.base.Dir)
+}
+
 // Prepare implements Learner.
 func (l *nativeLearner) Prepare(ctx context.Context, seqs *Sequences) error {
 	seqs.OldValues, seqs.RefLogProb = nil, nil
 	var err error
+	if l.algo.RecomputeOldLogProb {
+		if seqs.SamplerLogProb == nil {
+			seqs.SamplerLogProb = seqs.OldLogProb
+		}
+		recomputed, err := forwardNoGrad(ctx, l.actor, seqs, l.algo.MiniBatch, func(o *native.Outputs) [][]float32 { return o.LogProb })
+		if err != nil {
+			return fmt.Errorf("recomputing the old log-probs: %w", err)
+		}
+		for i, row := range recomputed {
+			for t := range row {
+				if !seqs.Mask[i][t] {
+					row[t] = 0
+				}
+			}
+		}
+		seqs.OldLogProb = recomputed
+	}
 	if l.critic != nil {
 		if seqs.OldValues, err = forwardNoGrad(ctx, l.critic, seqs, l.algo.MiniBatch, func(o *native.Outputs) [][]float32 { return o.Value }); err != nil {
 			return fmt.Errorf("critic values: %w", err)

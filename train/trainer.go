@@ -10,7 +10,10 @@
 // steps) → SNR-aware filter on the per-group reward spread → advantages
 // (algos preset) → Learner.Update (log-probs recomputed under the current
 // weights) → metrics, validation, checkpoint. The Learner owns the models;
-// the native in-process learner trains the embedded Go transformer.
+// the native in-process learner trains the embedded Go transformer (or a
+// Hugging Face model). With server.url the rollouts sample on a served
+// copy of the model instead, which loads the learner's LoRA adapters after
+// every update (served.go).
 //
 // A run directory belongs to one run: its identity (the environment, every
 // setting that changes what the run computes, the model) is checked before
@@ -30,6 +33,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -38,6 +42,8 @@ import (
 	"github.com/agentrl/agentrl/internal/atomicdir"
 	"github.com/agentrl/agentrl/internal/runlock"
 	"github.com/agentrl/agentrl/internal/yamlpath"
+	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/policy/local"
 	"github.com/agentrl/agentrl/policy/native"
 	"github.com/agentrl/agentrl/rollout"
 )
@@ -105,6 +111,9 @@ func New(cfg Config, opts Options) (*Trainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("warm_start.env_config: %w", err)
 	}
+	if cfg.Server.Enabled() && !local.IsHFDir(cfg.Model.Init) {
+		return nil, fmt.Errorf("server.url: model.init %s is not a Hugging Face model directory: the server serves a Hugging Face model and the learner trains the same one", cfg.Model.Init)
+	}
 	t := &Trainer{cfg: cfg, log: opts.Logger, console: opts.Console, configPath: opts.ConfigPath, factory: factory,
 		valFactory: valFactory, demoFactory: demoFactory, now: time.Now}
 	if t.log == nil {
@@ -130,6 +139,10 @@ type session struct {
 	lock     *runlock.Lock
 	state    State
 	sched    native.Schedule
+	// sampler is the policy the rollouts sample from: the learner's, or
+	// with server.url the served copy of its weights (served).
+	sampler policy.Policy
+	served  *servedPolicy
 	// warmStartTime is the time the run spent building the warm start
 	// (0 when it came from the cache), in this session or, resumed, the
 	// first one.
@@ -257,6 +270,15 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 			return nil, err
 		}
 	}
+	s.sampler = s.learner.Policy()
+	if c.Server.Enabled() {
+		// The current weights (the starting adapters, or a resumed
+		// checkpoint's) are version state.Step, pushed under a fresh name.
+		if s.served, err = openServed(ctx, c, s.learner, s.state.Step, t.log); err != nil {
+			return nil, err
+		}
+		s.sampler = s.served.Policy()
+	}
 	model := s.learner.Model()
 	s.identity.Model = &model
 	if err := t.writeRunFiles(s.identity); err != nil {
@@ -265,7 +287,7 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 	if s.rec, err = newRecorder(c.Run.Out, keep); err != nil {
 		return nil, err
 	}
-	pol := s.learner.Policy()
+	pol := s.sampler
 	trainCfg := c.Rollout
 	trainCfg.CostToGo, trainCfg.TurnStates = c.Algo.UsesCostToGo(), c.Algo.UsesTurnStates()
 	if s.engine, err = rollout.New(ctx, trainCfg, pol, t.factory); err != nil {
@@ -312,6 +334,10 @@ func (t *Trainer) writeRunFiles(id runIdentity) error {
 }
 
 func (s *session) close() {
+	if s.served != nil {
+		s.served.close()
+		s.served = nil
+	}
 	if s.rec != nil {
 		if err := s.rec.close(); err != nil {
 			s.log.Warn("closing the run's files", "err", err)
@@ -481,6 +507,11 @@ func (s *session) loop(ctx context.Context) error {
 // written and before its checkpoint (a test kills the process there).
 var testHookRecorded func(step int)
 
+// testHookTrajectories, when set by a test, sees the trajectories of each
+// step's first rollout ("train", the step being trained) and of each
+// validation ("val", the steps completed).
+var testHookTrajectories func(label string, step int, trajs []rollout.Trajectory)
+
 // metrics is one step's metrics.
 type metrics map[string]float64
 
@@ -519,6 +550,19 @@ func (s *session) step(ctx context.Context) (map[string]float64, error) {
 		}
 		m["timing_s/update"] = s.now().Sub(t1).Seconds()
 	}
+	if s.served != nil {
+		// The server samples from version step from now on. The push is
+		// not interrupted: an interrupt then saves the updated weights as
+		// this step's.
+		t2 := s.now()
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		err := s.served.push(pctx, step)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		m["timing_s/push_adapter"] = s.now().Sub(t2).Seconds()
+	}
 	if c.Run.TranscriptsEvery > 0 && step%c.Run.TranscriptsEvery == 0 {
 		if err := s.rec.transcripts(step, "train", batch.Trajectories, 4); err != nil {
 			return nil, err
@@ -542,7 +586,14 @@ func (s *session) collect(ctx context.Context, step int, m metrics) (Batch, uint
 	if err != nil {
 		return Batch{}, 0, err
 	}
+	if err := s.sampled(trajs); err != nil {
+		return Batch{}, 0, err
+	}
+	if testHookTrajectories != nil {
+		testHookTrajectories("train", step, trajs)
+	}
 	m["timing_s/rollout"] = s.now().Sub(t0).Seconds()
+	m["rollout/policy_version"] = float64(s.state.Step)
 	m.add(rollout.Metrics("train", trajs, c.Run.GroupSize))
 	batch := newBatch(trajs)
 	if c.Collapse.Every > 0 && (step == 1 || step%c.Collapse.Every == 0) {
@@ -635,6 +686,9 @@ func (s *session) dynamicSampling(ctx context.Context, step int, b Batch, next u
 		if err != nil {
 			return Batch{}, 0, err
 		}
+		if err := s.sampled(trajs); err != nil {
+			return Batch{}, 0, err
+		}
 		b = newBatch(trajs)
 	}
 	m["rollout/dynamic_sampling_rounds"] = float64(rounds)
@@ -650,6 +704,13 @@ func (s *session) update(ctx context.Context, step int, kept Batch, m metrics) e
 	seqs := kept.Sequences()
 	if err := s.learner.Prepare(ctx, seqs); err != nil {
 		return err
+	}
+	if seqs.SamplerLogProb != nil {
+		mm, err := algos.LogProbMismatch(seqs.OldLogProb, seqs.SamplerLogProb, seqs.Mask)
+		if err != nil {
+			return err
+		}
+		m.add(mm.Metrics())
 	}
 	credit, err := s.advantages(kept, seqs)
 	if err != nil {
@@ -756,6 +817,12 @@ func (s *session) validate(ctx context.Context) (map[string]float64, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.sampled(trajs); err != nil {
+		return nil, err
+	}
+	if testHookTrajectories != nil {
+		testHookTrajectories("val", s.state.Step, trajs)
+	}
 	m := rollout.Metrics("val-env", trajs, s.cfg.Validation.Samples)
 	if !math.IsNaN(s.state.RandomValSuccess) {
 		m["val-env/random_success"] = s.state.RandomValSuccess
@@ -785,6 +852,21 @@ func (s *session) randomBaseline(ctx context.Context) (float64, error) {
 		all = append(all, trajs...)
 	}
 	return rollout.Metrics("random", all, 1)["random/success"], nil
+}
+
+// sampled records on trajectories just played the version of the weights
+// that sampled them: the number of completed steps (the sampler always
+// serves the learner's current weights). With a server, a call in which
+// every episode failed is an error: the server is gone or broken, and
+// the run stops with its last checkpoint rather than train on nothing.
+func (s *session) sampled(trajs []rollout.Trajectory) error {
+	for i := range trajs {
+		trajs[i].PolicyVersion = s.state.Step
+	}
+	if s.served == nil || len(trajs) == 0 || slices.ContainsFunc(trajs, func(tr rollout.Trajectory) bool { return tr.Err == "" }) {
+		return nil
+	}
+	return fmt.Errorf("server %s: all %d episodes failed (the first: %s)", s.cfg.Server.URL, len(trajs), trajs[0].Err)
 }
 
 // meanStd is the filter's mean in-group reward std, 0 for an empty result.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentrl/agentrl/algos"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/internal/stats"
 	"github.com/agentrl/agentrl/policy"
@@ -33,6 +34,7 @@ func runEval(ctx context.Context, args []string, s stdio) error {
 		seedBase   = fs.Uint64("seed", 1<<40, "first episode seed (the default is the trainer's validation range)")
 		temp       = fs.Float64("temperature", -1, "sampling temperature (default: the config's)")
 		out        = fs.String("out", "", "write transcripts.jsonl and summary.json here")
+		collapse   = fs.Bool("collapse", true, "compute the template-collapse metrics (MI, retrieval accuracy, the regime) of the episodes by scoring them with the policy (-checkpoint or -vllm: prompt_logprobs on the server)")
 		sets       overrides
 	)
 	fs.Var(&sets, "set", "config override key=value (repeatable)")
@@ -74,7 +76,10 @@ func runEval(ctx context.Context, args []string, s stdio) error {
 		seeds[i] = *seedBase + uint64(i)
 	}
 
-	var trajs []rollout.Trajectory
+	var (
+		trajs  []rollout.Trajectory
+		scorer policy.Policy // the policy that scores the collapse metrics; nil for -openai
+	)
 	if *openaiURL != "" {
 		trajs, err = rollout.RunChat(ctx, rc, openaichat.New(*openaiURL, *apiKey, *model), factory, seeds)
 	} else {
@@ -101,6 +106,7 @@ func runEval(ctx context.Context, args []string, s stdio) error {
 		if err != nil {
 			return err
 		}
+		scorer = p
 	}
 	if err != nil {
 		return err
@@ -109,6 +115,16 @@ func runEval(ctx context.Context, args []string, s stdio) error {
 	lo, hi := stats.Wilson(m["eval/success"], len(trajs))
 	fmt.Fprintf(s.out, "episodes %d  success %.3f (95%% CI %.3f-%.3f)  mean return %.3f  format-valid %.3f  failed %d\n",
 		len(trajs), m["eval/success"], lo, hi, m["eval/score"], m["eval/format_ok"], int(m["eval/failed"]))
+	if *collapse && scorer != nil {
+		cm, regime, err := train.CollapseMetrics(ctx, scorer, trajs, cfg.Collapse, *seedBase)
+		if err != nil {
+			return fmt.Errorf("collapse metrics: %w", err)
+		}
+		for k, v := range cm {
+			m[k] = v
+		}
+		fmt.Fprintln(s.out, collapseLine(cm, regime, cfg.Collapse))
+	}
 	if *out != "" {
 		m["eval/success_ci_low"], m["eval/success_ci_high"] = lo, hi
 		if err := writeEval(*out, trajs, m); err != nil {
@@ -119,12 +135,30 @@ func runEval(ctx context.Context, args []string, s stdio) error {
 	return nil
 }
 
+// collapseLine summarises the collapse metrics of an evaluation: the
+// alarm's scheme's MI estimate against its upper bound, retrieval accuracy
+// against chance, the reasoning's entropy per token and the regime.
+func collapseLine(m map[string]float64, regime algos.Regime, cfg train.CollapseConfig) string {
+	prefix := algos.SchemeFirstTurn
+	if !cfg.FirstTurn {
+		prefix = algos.SchemeTrajectory
+	}
+	if regime == "" {
+		return fmt.Sprintf("collapse: too few distinct prompts to score (valid thinking %.3f)", m["collapse/valid_thinking_rate"])
+	}
+	get := func(k string) float64 { return m[prefix+"/"+k] }
+	return fmt.Sprintf("collapse (%s): MI %.3f of at most %.3f nats  retrieval %.3f (chance %.3f)  H(Z|X) %.3f nats/token  valid thinking %.3f  regime %s",
+		prefix, get("mi_estimate"), get("mi_upper_bound"), get("retrieval_accuracy"), get("retrieval_chance_level"),
+		get("conditional_entropy_est"), m["collapse/valid_thinking_rate"], regime)
+}
+
 // transcript is one line of transcripts.jsonl.
 type transcript struct {
 	Seed     uint64           `json:"seed"`
 	Success  bool             `json:"success"`
 	Score    float64          `json:"score"`
 	Actions  int              `json:"actions"`
+	Policy   string           `json:"policy,omitempty"` // the model that played (a served adapter's name)
 	Err      string           `json:"error,omitempty"`
 	Messages []policy.Message `json:"messages"`
 }
@@ -139,7 +173,7 @@ func writeEval(dir string, trajs []rollout.Trajectory, m map[string]float64) err
 	}
 	enc := json.NewEncoder(f)
 	for _, tr := range trajs {
-		if err := enc.Encode(transcript{Seed: tr.Seed, Success: tr.Success, Score: tr.Score, Actions: tr.Actions, Err: tr.Err, Messages: tr.Messages}); err != nil {
+		if err := enc.Encode(transcript{Seed: tr.Seed, Success: tr.Success, Score: tr.Score, Actions: tr.Actions, Policy: tr.Policy, Err: tr.Err, Messages: tr.Messages}); err != nil {
 			f.Close()
 			return err
 		}

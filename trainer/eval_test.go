@@ -54,7 +54,9 @@ func TestEvalCheckpointAndServerAgree(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("eval -vllm: exit %d: %s", code, errOut)
 	}
-	if remote != strings.Split(local1, "\n")[0]+"\n" {
+	// The collapse metrics too: scored in process, and on the server
+	// through prompt_logprobs.
+	if lines := strings.SplitAfter(local1, "\n"); len(lines) < 2 || !strings.HasPrefix(lines[1], "collapse") || remote != lines[0]+lines[1] {
 		t.Errorf("in-process and served evaluations differ:\n%s\n%s", local1, remote)
 	}
 	// Chat-level evaluation through go-openai runs to the end too.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -55,4 +56,19 @@ func serveUntilDone(ctx context.Context, addr string, handler http.Handler, apiK
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// loopbackOnly reports whether listening on addr reaches loopback only: its
+// host is localhost or a loopback IP. An empty host (every interface) or
+// any other name is not.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/policy/local"
 	"github.com/agentrl/agentrl/policy/serve"
 )
@@ -28,11 +30,13 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		batchWindow = fs.Duration("batch-window", 3*time.Millisecond, "longest wait for requests already arriving to join a batch (0: none)")
 		maxTokens   = fs.Int("max-tokens", 0, "largest max_tokens a request may ask for (0: the context length)")
 		maxN        = fs.Int("max-n", 128, "largest n (samples per prompt) of a request")
-		promptRanks = fs.Bool("prompt-ranks", false, "compute the rank of prompt_logprobs entries (costly: one prompt forward per position)")
+		loraDir     = fs.String("lora-dir", "", "enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter, loading only adapters inside this directory (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING)")
 		verbose     = fs.Bool("v", false, "log every request")
+		loras       loraModules
 	)
+	fs.Var(&loras, "lora", "NAME=PATH: load the PEFT LoRA adapter at PATH as model NAME at start (repeatable; vLLM's --lora-modules)")
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: trainer serve -checkpoint DIR [-addr HOST:PORT] [-api-key KEY] [-model NAME]")
+		fmt.Fprintln(s.err, "usage: trainer serve -checkpoint DIR [-addr HOST:PORT] [-api-key KEY] [-model NAME] [-lora-dir DIR] [-lora NAME=PATH ...]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -55,6 +59,14 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	if *apiKey == "" {
 		*apiKey = os.Getenv("AGENTRL_API_KEY")
 	}
+	if *loraDir != "" {
+		if *apiKey == "" && !loopbackOnly(*addr) {
+			return usageErrorf("-lora-dir lets clients make the server read files; listening on %s beyond loopback needs an API key (-api-key or $AGENTRL_API_KEY)", *addr)
+		}
+		if st, err := os.Stat(*loraDir); err != nil || !st.IsDir() {
+			return usageErrorf("-lora-dir %s is not a directory", *loraDir)
+		}
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -69,15 +81,60 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	if window == 0 {
 		window = -1 // serve.Options: negative means no waiting
 	}
-	srv := serve.New(p, serve.Options{
+	opts := serve.Options{
 		Model: p.Info().Name, APIKey: *apiKey, MaxTokensCap: *maxTokens, MaxN: *maxN,
-		MaxBatch: *maxBatch, BatchWindow: window, PromptRanks: *promptRanks, Logger: log,
-	})
+		MaxBatch: *maxBatch, BatchWindow: window, Logger: log,
+	}
+	if *loraDir != "" || len(loras) > 0 {
+		m := p.Lock()
+		adapted := m.LoRA() != nil
+		p.Unlock()
+		if adapted {
+			return fmt.Errorf("-checkpoint %s is itself a LoRA adapter: serve its base model, and load the adapter with -lora NAME=%s", *checkpoint, *checkpoint)
+		}
+		opts.AdapterDir = *loraDir
+		opts.LoadAdapter = func(_ context.Context, dir string) (policy.Policy, error) { return p.WithPEFT(dir, "") }
+	}
+	srv := serve.New(p, opts)
 	defer srv.Close()
+	for _, l := range loras {
+		if err := srv.AddAdapter(ctx, l.name, l.path, false); err != nil {
+			return fmt.Errorf("-lora %s=%s: %w", l.name, l.path, err)
+		}
+	}
 
 	info := p.Info()
 	return serveUntilDone(ctx, *addr, srv, *apiKey, log, func(a net.Addr) {
 		log.Info("serving", "url", "http://"+a.String()+"/v1", "model", srv.Model(),
-			"max_model_len", info.MaxContext, "api_key", *apiKey != "", "checkpoint", *checkpoint)
+			"max_model_len", info.MaxContext, "api_key", *apiKey != "", "checkpoint", *checkpoint,
+			"adapters", srv.Adapters(), "lora_dir", *loraDir)
 	}, nil)
+}
+
+// loraModule is one -lora NAME=PATH.
+type loraModule struct{ name, path string }
+
+// loraModules is the repeatable -lora flag.
+type loraModules []loraModule
+
+func (l *loraModules) String() string {
+	parts := make([]string, len(*l))
+	for i, m := range *l {
+		parts[i] = m.name + "=" + m.path
+	}
+	return strings.Join(parts, " ")
+}
+
+func (l *loraModules) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	if !ok || name == "" || path == "" {
+		return fmt.Errorf("want NAME=PATH, got %q", v)
+	}
+	for _, m := range *l {
+		if m.name == name {
+			return fmt.Errorf("adapter name %q given twice", name)
+		}
+	}
+	*l = append(*l, loraModule{name, path})
+	return nil
 }

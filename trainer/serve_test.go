@@ -63,14 +63,14 @@ type runningServe struct {
 }
 
 // startServe runs `trainer serve -checkpoint dir` with API key k on a free
-// loopback port and waits for it to log its URL.
-func startServe(t *testing.T, dir string) *runningServe {
+// loopback port, and the extra flags, and waits for it to log its URL.
+func startServe(t *testing.T, dir string, extra ...string) *runningServe {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	rs := &runningServe{cancel: cancel, done: make(chan error, 1), errOut: &syncBuffer{}}
 	go func() {
-		rs.done <- runServe(ctx, []string{"-checkpoint", dir, "-addr", "127.0.0.1:0", "-api-key", "k"}, stdio{in: strings.NewReader(""), out: io.Discard, err: rs.errOut})
+		rs.done <- runServe(ctx, append([]string{"-checkpoint", dir, "-addr", "127.0.0.1:0", "-api-key", "k"}, extra...), stdio{in: strings.NewReader(""), out: io.Discard, err: rs.errOut})
 	}()
 	urlRE := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+)/v1`)
 	for deadline := time.Now().Add(10 * time.Second); rs.base == ""; time.Sleep(5 * time.Millisecond) {

@@ -1,6 +1,7 @@
 // Package hftest writes tiny random Hugging Face model directories for
 // tests: a Qwen2-shaped decoder (QKV biases, grouped-query attention,
-// tied or separate LM head) in float32 or bfloat16 safetensors, a small
+// tied or separate LM head), or a Llama-3.0-shaped one, in float32,
+// bfloat16 or float16 safetensors (one file or shards), a small
 // byte-level BPE tokenizer.json with ChatML's special tokens and Qwen3's
 // reasoning tags, and a tokenizer_config.json with a ChatML chat template,
 // laid out as transformers saves a Qwen2.5 instruct model.
@@ -11,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,6 +66,32 @@ type Options struct {
 	ChatTemplate string
 	// Seed initialises the weights (0 means 1).
 	Seed uint64
+
+	// The options below serve numerical comparisons with other
+	// implementations (scripts/hf_logits_torch.py); left zero, the
+	// directory is the Qwen2 one above.
+
+	// Llama writes a Llama-3.0-shaped model instead: model_type llama, no
+	// QKV biases, rope_theta 500000, rms_norm_eps 1e-5 (the tokenizer
+	// files stay those above).
+	Llama bool
+	// F16 stores the weights in float16, each rounded to the nearest
+	// float16 (exact for the bfloat16 values in float16's normal range).
+	// It takes precedence over BF16.
+	F16 bool
+	// Layers is the number of blocks (0 means 1).
+	Layers int
+	// Varied draws every weight at a scale where each part of the forward
+	// pass shows in the logits: embeddings N(0, 1), projections
+	// N(0, 1/in) (q/k/v 1.5²/in, so that attention is far from uniform),
+	// biases N(0, 0.5²), norm weights uniform in [0.5, 1.5]. The default
+	// weights (native.New's: N(0, 0.02²), norms 1, biases 0) leave
+	// attention almost uniform and the biases and norm weights invisible.
+	Varied bool
+	// Shards splits the weights over that many files named by
+	// model.safetensors.index.json, as transformers saves large models
+	// (0 or 1: one model.safetensors).
+	Shards int
 }
 
 // Dir describes a directory Write wrote.
@@ -157,6 +185,12 @@ func Write(dir string, o Options) (Dir, error) {
 
 	cfg := native.Config{Vocab: (d.TokenizerSize + 63) &^ 63, DModel: 32, Layers: 1, Heads: 4, KVHeads: 2, DFF: 64,
 		MaxSeq: 2048, RopeTheta: 1e6, NormEps: 1e-6, QKVBias: true, TieEmbeddings: !o.Untied}
+	if o.Layers > 0 {
+		cfg.Layers = o.Layers
+	}
+	if o.Llama {
+		cfg.QKVBias, cfg.RopeTheta, cfg.NormEps = false, 5e5, 1e-5
+	}
 	d.Config = cfg
 	seed := o.Seed
 	if seed == 0 {
@@ -166,6 +200,9 @@ func Write(dir string, o Options) (Dir, error) {
 	if err != nil {
 		return Dir{}, err
 	}
+	if o.Varied {
+		vary(m, seed)
+	}
 	// Round to bfloat16 so that both layouts hold the same model.
 	for i, v := range m.Params() {
 		m.Params()[i] = math.Float32frombits(roundBF16(v) << 16)
@@ -173,8 +210,15 @@ func Write(dir string, o Options) (Dir, error) {
 	if err := native.SaveHF(dir, m); err != nil {
 		return Dir{}, err
 	}
-	if o.BF16 {
-		if err := rewriteBF16(filepath.Join(dir, native.WeightsFile)); err != nil {
+	dtype := "float32"
+	switch {
+	case o.F16:
+		dtype = "float16"
+	case o.BF16:
+		dtype = "bfloat16"
+	}
+	if dtype != "float32" || o.Shards > 1 {
+		if err := rewriteWeights(dir, dtype, o.Shards); err != nil {
 			return Dir{}, err
 		}
 	}
@@ -185,8 +229,17 @@ func Write(dir string, o Options) (Dir, error) {
 		"model_type": "qwen2", "num_attention_heads": cfg.Heads, "num_hidden_layers": cfg.Layers,
 		"num_key_value_heads": cfg.KVHeads, "rms_norm_eps": float64(cfg.NormEps), "rope_scaling": nil,
 		"rope_theta": cfg.RopeTheta, "sliding_window": cfg.MaxSeq, "tie_word_embeddings": cfg.TieEmbeddings,
-		"torch_dtype": map[bool]string{true: "bfloat16", false: "float32"}[o.BF16], "transformers_version": "4.43.1",
+		"torch_dtype": dtype, "transformers_version": "4.43.1",
 		"use_cache": true, "use_sliding_window": false, "vocab_size": cfg.Vocab,
+	}
+	if o.Llama {
+		// As transformers 4.43 saves Llama 3 8B's config (without its
+		// later rope_scaling).
+		for _, k := range []string{"max_window_layers", "sliding_window", "use_sliding_window"} {
+			delete(modelConfig, k)
+		}
+		modelConfig["architectures"], modelConfig["model_type"] = []string{"LlamaForCausalLM"}, "llama"
+		modelConfig["attention_bias"], modelConfig["mlp_bias"], modelConfig["pretraining_tp"] = false, false, 1
 	}
 	files := map[string]any{"config.json": modelConfig, "tokenizer_config.json": tokConfig}
 	if o.GenerationEOS != nil {
@@ -244,11 +297,43 @@ func roundBF16(v float32) uint32 {
 	return (b + 0x7fff + (b>>16)&1) >> 16
 }
 
-// rewriteBF16 rewrites a float32 safetensors file in bfloat16 (the values
-// must be bfloat16 already, so nothing is lost), as Hugging Face stores
-// most checkpoints. The safetensors writer of package native writes
-// float32 only.
-func rewriteBF16(path string) error {
+// vary redraws m's weights as Options.Varied describes, from seed.
+func vary(m *native.Model, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	for _, t := range m.Tensors() {
+		x := m.Tensor(t.Name)
+		switch {
+		case strings.HasSuffix(t.Name, "norm"):
+			for i := range x {
+				x[i] = float32(0.5 + rng.Float64())
+			}
+		case len(t.Shape) == 1: // the QKV biases
+			for i := range x {
+				x[i] = float32(0.5 * rng.NormFloat64())
+			}
+		default:
+			std := 1 / math.Sqrt(float64(t.Shape[1])) // [out, in]
+			switch {
+			case t.Name == "embed":
+				std = 1
+			case strings.HasSuffix(t.Name, ".wqkv"):
+				std *= 1.5
+			}
+			for i := range x {
+				x[i] = float32(std * rng.NormFloat64())
+			}
+		}
+	}
+}
+
+// rewriteWeights rewrites the float32 model.safetensors of dir in dtype
+// (float32, bfloat16, or float16) and, with shards > 1, as that many files
+// model-0000k-of-0000n.safetensors listed in model.safetensors.index.json
+// (in the tensors' order, about the same number of tensors in each), as
+// transformers saves checkpoints. The safetensors writer of package native
+// writes one float32 file only.
+func rewriteWeights(dir, dtype string, shards int) error {
+	path := filepath.Join(dir, native.WeightsFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -257,14 +342,56 @@ func rewriteBF16(path string) error {
 	if err != nil {
 		return err
 	}
+	shards = max(1, min(shards, len(tensors)))
+	if shards == 1 {
+		return writeSafetensors(path, tensors, dtype)
+	}
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	weightMap := map[string]string{}
+	total := 0
+	for k := range shards {
+		part := tensors[k*len(tensors)/shards : (k+1)*len(tensors)/shards]
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, shards)
+		for _, t := range part {
+			weightMap[t.Name] = name
+			total += len(t.Data) * map[string]int{"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
+		}
+		if err := writeSafetensors(filepath.Join(dir, name), part, dtype); err != nil {
+			return err
+		}
+	}
+	index, err := json.MarshalIndent(map[string]any{"metadata": map[string]any{"total_size": total}, "weight_map": weightMap}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), append(index, '\n'), 0o644)
+}
+
+// writeSafetensors writes tensors to path in dtype: float32 as they are,
+// bfloat16 as the top half of each value's bits (the values must be
+// bfloat16 already, so nothing is lost), float16 rounded to the nearest.
+func writeSafetensors(path string, tensors []native.NamedTensor, dtype string) error {
+	code := map[string]string{"float32": "F32", "bfloat16": "BF16", "float16": "F16"}[dtype]
+	if code == "" {
+		return fmt.Errorf("hftest: dtype %q", dtype)
+	}
 	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
 	var body []byte
 	for _, t := range tensors {
 		start := len(body)
 		for _, v := range t.Data {
-			body = binary.LittleEndian.AppendUint16(body, uint16(math.Float32bits(v)>>16))
+			switch code {
+			case "F32":
+				body = binary.LittleEndian.AppendUint32(body, math.Float32bits(v))
+			case "BF16":
+				body = binary.LittleEndian.AppendUint16(body, uint16(math.Float32bits(v)>>16))
+			case "F16":
+				body = binary.LittleEndian.AppendUint16(body, toHalf(v))
+			}
 		}
-		header[t.Name] = map[string]any{"dtype": "BF16", "shape": t.Shape, "data_offsets": []int{start, len(body)}}
+		header[t.Name] = map[string]any{"dtype": code, "shape": t.Shape, "data_offsets": []int{start, len(body)}}
 	}
 	js, err := json.Marshal(header)
 	if err != nil {
@@ -275,4 +402,31 @@ func rewriteBF16(path string) error {
 	}
 	file := binary.LittleEndian.AppendUint64(nil, uint64(len(js)))
 	return os.WriteFile(path, append(append(file, js...), body...), 0o644)
+}
+
+// toHalf rounds v to the nearest IEEE 754 binary16 (ties to even), for
+// the modest values of test weights: it saturates to ±Inf beyond 65504
+// and does not keep NaN payloads.
+func toHalf(v float32) uint16 {
+	b := math.Float32bits(v)
+	sign := uint16(b>>16) & 0x8000
+	a := math.Abs(float64(v))
+	switch {
+	case math.IsNaN(float64(v)):
+		return 0x7e00
+	case a >= 65520: // rounds past the largest half
+		return sign | 0x7c00
+	case a < 0x1p-14: // subnormal: a multiple of 2^-24
+		return sign | uint16(math.RoundToEven(a*(1<<24)))
+	}
+	exp := int(b>>23&0xff) - 127 + 15
+	mant := b & 0x7fffff
+	// Round the 23-bit mantissa to 10 bits, ties to even; a carry moves
+	// into the exponent, as the bit layout makes it.
+	h := uint32(exp)<<10 | mant>>13
+	rest := mant & 0x1fff
+	if rest > 0x1000 || rest == 0x1000 && h&1 == 1 {
+		h++
+	}
+	return sign | uint16(h)
 }

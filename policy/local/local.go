@@ -191,29 +191,9 @@ func (p *Policy) Sample(ctx context.Context, reqs []policy.Request) ([]policy.Sa
 // Score implements policy.Policy. Requests that share a prompt are scored
 // against one prompt forward pass.
 func (p *Policy) Score(ctx context.Context, reqs []policy.ScoreRequest) ([][]float64, error) {
-	var nreqs []native.ScoreRequest
-	where := make([][2]int, len(reqs)) // native request, continuation index
-	for i, r := range reqs {
-		if len(r.Prompt) == 0 {
-			return nil, fmt.Errorf("score request %d: empty prompt", i)
-		}
-		if err := p.checkIDs(r.Prompt); err != nil {
-			return nil, fmt.Errorf("score request %d: %w", i, err)
-		}
-		if err := p.checkIDs(r.Continuation); err != nil {
-			return nil, fmt.Errorf("score request %d: %w", i, err)
-		}
-		j := -1
-		// Consecutive requests with the same prompt share its cache.
-		if n := len(nreqs); n > 0 && slices.Equal(nreqs[n-1].Prompt, r.Prompt) {
-			j = n - 1
-		}
-		if j < 0 {
-			nreqs = append(nreqs, native.ScoreRequest{Prompt: r.Prompt})
-			j = len(nreqs) - 1
-		}
-		nreqs[j].Continuations = append(nreqs[j].Continuations, r.Continuation)
-		where[i] = [2]int{j, len(nreqs[j].Continuations) - 1}
+	nreqs, where, err := p.scoreRequests(reqs)
+	if err != nil {
+		return nil, err
 	}
 	p.mu.Lock()
 	res, err := p.model.Score(ctx, nreqs)
@@ -230,6 +210,104 @@ func (p *Policy) Score(ctx context.Context, reqs []policy.ScoreRequest) ([][]flo
 		}
 	}
 	return out, nil
+}
+
+// ScoreRanks returns Score's log-probabilities and, for each token, its
+// rank in the distribution it was scored from: ranks[i][t] is the number of
+// vocabulary tokens at least as likely as Continuation[t] after
+// Prompt+Continuation[:t] (1 for the most likely; tied tokens count
+// against it), vLLM's rank of a prompt_logprobs token. The ranks come from
+// the same rows of logits as the log-probabilities, with the forward passes
+// of Score and no more. Requests that share a prompt are scored against one
+// prompt forward pass, as in Score.
+func (p *Policy) ScoreRanks(ctx context.Context, reqs []policy.ScoreRequest) ([][]float64, [][]int, error) {
+	nreqs, where, err := p.scoreRequests(reqs)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.mu.Lock()
+	res, rks, err := p.model.ScoreRanks(ctx, nreqs)
+	p.mu.Unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	lps := make([][]float64, len(reqs))
+	ranks := make([][]int, len(reqs))
+	for i, w := range where {
+		src := res[w[0]][w[1]]
+		lps[i] = make([]float64, len(src))
+		for t, v := range src {
+			lps[i][t] = float64(v)
+		}
+		ranks[i] = rks[w[0]][w[1]]
+	}
+	return lps, ranks, nil
+}
+
+// TopLogprobs returns, for each request i and continuation position t, the
+// k most likely next tokens after Prompt+Continuation[:t] (the
+// distribution Score reads Continuation[t] from), with their
+// log-probabilities under the convention of Score: out[i][t] has min(k,
+// VocabSize()) entries, most likely first, ties broken by the lower token
+// id. k must be at least 0. Requests that share a prompt are scored
+// against one prompt forward pass, as in Score.
+func (p *Policy) TopLogprobs(ctx context.Context, reqs []policy.ScoreRequest, k int) ([][][]policy.TokenLogprob, error) {
+	if k < 0 {
+		return nil, fmt.Errorf("top logprobs: k is %d, want at least 0", k)
+	}
+	nreqs, where, err := p.scoreRequests(reqs)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	res, err := p.model.TopLogprobs(ctx, nreqs, k)
+	p.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	out := make([][][]policy.TokenLogprob, len(reqs))
+	for i, w := range where {
+		src := res[w[0]][w[1]]
+		out[i] = make([][]policy.TokenLogprob, len(src))
+		for t, top := range src {
+			out[i][t] = make([]policy.TokenLogprob, len(top))
+			for r, e := range top {
+				out[i][t][r] = policy.TokenLogprob{Token: e.Token, LogProb: float64(e.LogProb)}
+			}
+		}
+	}
+	return out, nil
+}
+
+// scoreRequests checks reqs and groups consecutive requests with the same
+// prompt into one native request; where[i] is request i's native request
+// and continuation index.
+func (p *Policy) scoreRequests(reqs []policy.ScoreRequest) ([]native.ScoreRequest, [][2]int, error) {
+	var nreqs []native.ScoreRequest
+	where := make([][2]int, len(reqs))
+	for i, r := range reqs {
+		if len(r.Prompt) == 0 {
+			return nil, nil, fmt.Errorf("score request %d: empty prompt", i)
+		}
+		if err := p.checkIDs(r.Prompt); err != nil {
+			return nil, nil, fmt.Errorf("score request %d: %w", i, err)
+		}
+		if err := p.checkIDs(r.Continuation); err != nil {
+			return nil, nil, fmt.Errorf("score request %d: %w", i, err)
+		}
+		j := -1
+		// Consecutive requests with the same prompt share its cache.
+		if n := len(nreqs); n > 0 && slices.Equal(nreqs[n-1].Prompt, r.Prompt) {
+			j = n - 1
+		}
+		if j < 0 {
+			nreqs = append(nreqs, native.ScoreRequest{Prompt: r.Prompt})
+			j = len(nreqs) - 1
+		}
+		nreqs[j].Continuations = append(nreqs[j].Continuations, r.Continuation)
+		where[i] = [2]int{j, len(nreqs[j].Continuations) - 1}
+	}
+	return nreqs, where, nil
 }
 
 func (p *Policy) checkIDs(ids []int) error {

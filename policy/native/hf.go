@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,8 +38,17 @@ type hfConfig struct {
 	AttentionBias *bool           `json:"attention_bias,omitempty"`
 	HeadDim       int             `json:"head_dim,omitempty"`
 	RopeScaling   json.RawMessage `json:"rope_scaling,omitempty"`
-	TorchDtype    string          `json:"torch_dtype,omitempty"`
+	// RopeParameters holds the RoPE settings in the config.json files of
+	// transformers 5, which writes rope_theta inside it rather than at the
+	// top level (and rope scaling as a rope_type other than "default").
+	RopeParameters json.RawMessage `json:"rope_parameters,omitempty"`
+	TorchDtype     string          `json:"torch_dtype,omitempty"`
 }
+
+// hfDefaultNormEps is rms_norm_eps when config.json leaves it out: the
+// default of transformers' LlamaConfig, Qwen2Config and MistralConfig
+// (the native default, 1e-5, is not).
+const hfDefaultNormEps = 1e-6
 
 // LoadHF loads a Hugging Face Llama or Qwen2 checkpoint directory, widening
 // BF16/F16 weights to float32. maxSeq bounds the sequence length (and the
@@ -125,9 +135,17 @@ var hfArchitectures = []string{"Qwen2ForCausalLM", "LlamaForCausalLM", "MistralF
 
 // native converts the Hugging Face configuration.
 func (hc hfConfig) native(maxSeq int) (Config, error) {
+	theta, err := hc.ropeTheta()
+	if err != nil {
+		return Config{}, err
+	}
+	eps := hc.RMSNormEps
+	if eps == 0 {
+		eps = hfDefaultNormEps
+	}
 	cfg := Config{
 		Vocab: hc.Vocab, DModel: hc.HiddenSize, Layers: hc.Layers, Heads: hc.Heads, KVHeads: hc.KVHeads,
-		DFF: hc.Intermediate, MaxSeq: hc.MaxPositions, RopeTheta: hc.RopeTheta, NormEps: float32(hc.RMSNormEps),
+		DFF: hc.Intermediate, MaxSeq: hc.MaxPositions, RopeTheta: theta, NormEps: float32(eps),
 		TieEmbeddings: hc.Tie,
 	}
 	switch hc.ModelType {
@@ -159,6 +177,38 @@ func (hc hfConfig) native(maxSeq int) (Config, error) {
 		return Config{}, fmt.Errorf("native: hf: %w", err)
 	}
 	return cfg, nil
+}
+
+// ropeTheta returns the RoPE base: rope_parameters' rope_theta when it has
+// one (transformers 5 reads it there first), else rope_theta (0, the
+// native default 10000, as transformers' default, when absent too). It
+// refuses rope_parameters that ask for anything but the default RoPE.
+func (hc hfConfig) ropeTheta() (float64, error) {
+	raw := bytes.TrimSpace(hc.RopeParameters)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return hc.RopeTheta, nil
+	}
+	var rp map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &rp); err != nil {
+		return 0, fmt.Errorf("native: hf: rope_parameters: %w", err)
+	}
+	theta := hc.RopeTheta
+	for _, k := range slices.Sorted(maps.Keys(rp)) {
+		switch k {
+		case "rope_type", "type":
+			var s string
+			if err := json.Unmarshal(rp[k], &s); err != nil || s != "default" {
+				return 0, fmt.Errorf("native: hf: rope_parameters %s %s is not supported (only the default RoPE, without scaling)", k, rp[k])
+			}
+		case "rope_theta":
+			if err := json.Unmarshal(rp[k], &theta); err != nil {
+				return 0, fmt.Errorf("native: hf: rope_parameters rope_theta: %w", err)
+			}
+		default:
+			return 0, fmt.Errorf("native: hf: rope_parameters key %q is not supported", k)
+		}
+	}
+	return theta, nil
 }
 
 // hfWeightFiles lists the safetensors files of a checkpoint.

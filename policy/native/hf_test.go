@@ -128,6 +128,8 @@ func TestHFErrors(t *testing.T) {
 		{"model type", editConfig("model_type", "gpt2"), "model_type"},
 		{"architecture", editConfig("architectures", []string{"Qwen2ForSequenceClassification"}), `architecture "Qwen2ForSequenceClassification"`},
 		{"rope scaling", editConfig("rope_scaling", map[string]any{"type": "yarn"}), "rope_scaling"},
+		{"rope scaling in rope_parameters", editConfig("rope_parameters", map[string]any{"rope_type": "llama3", "rope_theta": 5e5, "factor": 8}), "rope_parameters"},
+		{"partial rotary factor", editConfig("rope_parameters", map[string]any{"rope_type": "default", "partial_rotary_factor": 0.5}), `"partial_rotary_factor"`},
 		{"activation", editConfig("hidden_act", "gelu"), "hidden_act"},
 		{"shape", editConfig("intermediate_size", 40), "shape"},
 		{"untied without head", editConfig("tie_word_embeddings", false), "lm_head"},
@@ -138,6 +140,36 @@ func TestHFErrors(t *testing.T) {
 				t.Errorf("error %v, want one mentioning %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestHFConfigDefaults checks the keys transformers 5 moved or a
+// config.json may leave out: rope_theta inside rope_parameters, and
+// rms_norm_eps absent (the configuration classes' 1e-6).
+func TestHFConfigDefaults(t *testing.T) {
+	dir := t.TempDir()
+	if err := SaveHF(dir, testModel(t, sampleConfig(), 23)); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "config.json")
+	raw, _ := os.ReadFile(p)
+	var c map[string]any
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	delete(c, "rope_theta")
+	delete(c, "rms_norm_eps")
+	c["rope_parameters"] = map[string]any{"rope_theta": 5e5, "rope_type": "default"}
+	raw, _ = json.Marshal(c)
+	if err := os.WriteFile(p, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadHF(dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Config(); got.RopeTheta != 5e5 || got.NormEps != 1e-6 {
+		t.Errorf("rope_theta %g, rms_norm_eps %g; want 500000 (from rope_parameters) and 1e-6", got.RopeTheta, got.NormEps)
 	}
 }
 

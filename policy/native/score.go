@@ -3,6 +3,8 @@ package native
 import (
 	"context"
 	"fmt"
+	"slices"
+
 	"github.com/agentrl/agentrl/internal/simd"
 )
 
@@ -11,6 +13,13 @@ import (
 type ScoreRequest struct {
 	Prompt        []int   // 1..MaxSeq token ids, shared by all continuations
 	Continuations [][]int // len(Prompt)+len(c) ≤ MaxSeq each; may be empty
+}
+
+// TopToken is one entry of a TopLogprobs list: a token and its
+// log-probability under softmax of the raw logits (temperature 1).
+type TopToken struct {
+	Token   int
+	LogProb float32
 }
 
 // Score returns, for every request i and continuation j, the log-probability
@@ -25,24 +34,188 @@ type ScoreRequest struct {
 // cache (sampled earlier with the same weights) are not recomputed at all. Work is packed into steps of at
 // most a few thousand rows. It returns ctx.Err() when ctx is cancelled.
 func (m *Model) Score(ctx context.Context, reqs []ScoreRequest) ([][][]float32, error) {
+	out := make([][][]float32, len(reqs))
+	err := m.walkScore(ctx, reqs,
+		func(i int, z []float32) {
+			lse := simd.LogSumExp(z)
+			out[i] = make([][]float32, len(reqs[i].Continuations))
+			for j, c := range reqs[i].Continuations {
+				out[i][j] = make([]float32, len(c))
+				if len(c) > 0 {
+					out[i][j][0] = z[c[0]] - lse
+				}
+			}
+		},
+		func(i, j, t int, z []float32) {
+			out[i][j][t] = z[reqs[i].Continuations[j][t]] - simd.LogSumExp(z)
+		})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ScoreRanks returns Score's log-probabilities together with each token's
+// rank in the distribution it is read from: ranks[i][j][t] is the number of
+// vocabulary tokens whose log-probability there is at least that of c[t], so
+// 1 for the most likely token, and a token tied with others counts them as
+// ranked before it. That is vLLM's rank of a prompt_logprobs token (its
+// sampler counts the entries of the log-softmax row that are >= the token's
+// own). The rank is counted on the same row of logits the log-probability
+// comes from: ScoreRanks runs exactly the forward passes of Score and gives
+// the same log-probabilities. It returns ctx.Err() when ctx is cancelled.
+func (m *Model) ScoreRanks(ctx context.Context, reqs []ScoreRequest) ([][][]float32, [][][]int, error) {
+	lps := make([][][]float32, len(reqs))
+	ranks := make([][][]int, len(reqs))
+	err := m.walkScore(ctx, reqs,
+		func(i int, z []float32) {
+			lse := simd.LogSumExp(z)
+			lps[i] = make([][]float32, len(reqs[i].Continuations))
+			ranks[i] = make([][]int, len(reqs[i].Continuations))
+			for j, c := range reqs[i].Continuations {
+				lps[i][j] = make([]float32, len(c))
+				ranks[i][j] = make([]int, len(c))
+				if len(c) > 0 {
+					lps[i][j][0], ranks[i][j][0] = rankOf(z, lse, c[0])
+				}
+			}
+		},
+		func(i, j, t int, z []float32) {
+			lps[i][j][t], ranks[i][j][t] = rankOf(z, simd.LogSumExp(z), reqs[i].Continuations[j][t])
+		})
+	if err != nil {
+		return nil, nil, err
+	}
+	return lps, ranks, nil
+}
+
+// rankOf returns the log-probability z[tok]−lse of tok and its rank: the
+// number of entries of the log-softmax row z−lse that are at least tok's
+// (tok included), as vLLM counts.
+func rankOf(z []float32, lse float32, tok int) (float32, int) {
+	own := z[tok] - lse
+	n := 0
+	for _, x := range z {
+		if x-lse >= own {
+			n++
+		}
+	}
+	return own, n
+}
+
+// TopLogprobs returns, for every request i, continuation j and position t,
+// the k most likely next tokens after Prompt+c[:t] (the distribution Score
+// reads c[t] from), with their log-probabilities under softmax of the raw
+// logits (temperature 1, the convention of Score): out[i][j][t] has
+// min(k, Vocab) entries, most likely first, ties broken by the lower token
+// id. A token's entry holds exactly the value Score gives it at that
+// position. k must be at least 0. It runs the same forward passes as Score
+// (sharing each prompt's cache and using the prefix cache alike) and
+// returns ctx.Err() when ctx is cancelled.
+func (m *Model) TopLogprobs(ctx context.Context, reqs []ScoreRequest, k int) ([][][][]TopToken, error) {
+	if k < 0 {
+		return nil, fmt.Errorf("native: top logprobs: k is %d, want at least 0", k)
+	}
+	k = min(k, m.cfg.Vocab)
+	out := make([][][][]TopToken, len(reqs))
+	err := m.walkScore(ctx, reqs,
+		func(i int, z []float32) {
+			out[i] = make([][][]TopToken, len(reqs[i].Continuations))
+			var top []TopToken
+			for j, c := range reqs[i].Continuations {
+				out[i][j] = make([][]TopToken, len(c))
+				if len(c) > 0 {
+					if top == nil {
+						top = topTokens(z, k, simd.LogSumExp(z))
+						out[i][j][0] = top
+					} else {
+						out[i][j][0] = slices.Clone(top)
+					}
+				}
+			}
+		},
+		func(i, j, t int, z []float32) {
+			out[i][j][t] = topTokens(z, k, simd.LogSumExp(z))
+		})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// topTokens returns the k largest logits of z, largest first and ties by
+// the lower id, as log-probabilities z[v] − lse.
+func topTokens(z []float32, k int, lse float32) []TopToken {
+	top := make([]TopToken, 0, k)
+	if k == 0 {
+		return top
+	}
+	if k > 64 {
+		// Many entries: sort the whole row rather than insert.
+		ids := make([]int, len(z))
+		for v := range ids {
+			ids[v] = v
+		}
+		slices.SortStableFunc(ids, func(a, b int) int {
+			switch {
+			case z[a] > z[b]:
+				return -1
+			case z[a] < z[b]:
+				return 1
+			}
+			return 0
+		})
+		for _, v := range ids[:k] {
+			top = append(top, TopToken{Token: v, LogProb: z[v] - lse})
+		}
+		return top
+	}
+	// Insertion into a list kept sorted; ids ascend, so an equal logit
+	// goes after the entries already there.
+	for v, x := range z {
+		if len(top) == k {
+			if !(x > top[k-1].LogProb) {
+				continue
+			}
+			top = top[:k-1]
+		}
+		p := len(top)
+		for p > 0 && x > top[p-1].LogProb {
+			p--
+		}
+		top = slices.Insert(top, p, TopToken{Token: v, LogProb: x})
+	}
+	for r := range top {
+		top[r].LogProb -= lse
+	}
+	return top
+}
+
+// walkScore runs the forward passes of Score and TopLogprobs. For each
+// request i it calls prompt(i, z) with the logits z after the whole prompt
+// (the distribution of every continuation's first token), then, for each
+// continuation j and position t ≥ 1, cont(i, j, t, z) with the logits after
+// Prompt+c[:t]. prompt(i, ·) is called before any cont(i, ·); both are called
+// from the inference goroutines, concurrently for different rows, and must
+// not keep z.
+func (m *Model) walkScore(ctx context.Context, reqs []ScoreRequest, prompt func(i int, z []float32), cont func(i, j, t int, z []float32)) error {
 	for i, r := range reqs {
 		if len(r.Prompt) == 0 {
-			return nil, fmt.Errorf("native: score request %d: empty prompt", i)
+			return fmt.Errorf("native: score request %d: empty prompt", i)
 		}
 		if err := m.checkTokens(fmt.Sprintf("score request %d prompt", i), r.Prompt); err != nil {
-			return nil, err
+			return err
 		}
 		for j, c := range r.Continuations {
 			if len(r.Prompt)+len(c) > m.cfg.MaxSeq {
-				return nil, fmt.Errorf("native: score request %d continuation %d: length %d+%d exceeds MaxSeq %d",
+				return fmt.Errorf("native: score request %d continuation %d: length %d+%d exceeds MaxSeq %d",
 					i, j, len(r.Prompt), len(c), m.cfg.MaxSeq)
 			}
 			if err := m.checkTokens(fmt.Sprintf("score request %d continuation %d", i, j), c); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	out := make([][][]float32, len(reqs))
 	prompts := make([]*kvCache, len(reqs))
 	var caches []*kvCache
 	var toks []int32
@@ -71,20 +244,10 @@ func (m *Model) Score(ctx context.Context, reqs []ScoreRequest) ([][][]float32, 
 			hi++
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		first := lo
-		st.forward(caches, toks, rows, func(k int, z []float32) {
-			i := first + k
-			lse := simd.LogSumExp(z)
-			out[i] = make([][]float32, len(reqs[i].Continuations))
-			for j, c := range reqs[i].Continuations {
-				out[i][j] = make([]float32, len(c))
-				if len(c) > 0 {
-					out[i][j][0] = z[c[0]] - lse
-				}
-			}
-		})
+		st.forward(caches, toks, rows, func(k int, z []float32) { prompt(first+k, z) })
 		lo = hi
 	}
 
@@ -98,10 +261,10 @@ func (m *Model) Score(ctx context.Context, reqs []ScoreRequest) ([][][]float32, 
 			}
 		}
 	}
-	var targets []int32
-	var dest []*float32
+	type dest struct{ i, j, t int32 }
+	var dests []dest
 	for lo := 0; lo < len(items); {
-		caches, toks, rows, targets, dest = caches[:0], toks[:0], rows[:0], targets[:0], dest[:0]
+		caches, toks, rows, dests = caches[:0], toks[:0], rows[:0], dests[:0]
 		hi := lo
 		for hi < len(items) && (hi == lo || len(toks)+len(reqs[items[hi].i].Continuations[items[hi].j])-1 <= maxChunkRows) {
 			it := items[hi]
@@ -111,18 +274,18 @@ func (m *Model) Score(ctx context.Context, reqs []ScoreRequest) ([][][]float32, 
 				caches = append(caches, kc)
 				toks = append(toks, int32(c[t]))
 				rows = append(rows, len(toks)-1)
-				targets = append(targets, int32(c[t+1]))
-				dest = append(dest, &out[it.i][it.j][t+1])
+				dests = append(dests, dest{int32(it.i), int32(it.j), int32(t + 1)})
 			}
 			hi++
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		st.forward(caches, toks, rows, func(r int, z []float32) {
-			*dest[r] = z[targets[r]] - simd.LogSumExp(z)
+			d := dests[r]
+			cont(int(d.i), int(d.j), int(d.t), z)
 		})
 		lo = hi
 	}
-	return out, nil
+	return nil
 }

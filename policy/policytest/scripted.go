@@ -124,6 +124,34 @@ func (s *Scripted) Score(ctx context.Context, reqs []policy.ScoreRequest) ([][]f
 	return out, nil
 }
 
+// ScoreRanks returns Score's log-probabilities and each token's rank, as
+// policy/local's does: the number of vocabulary tokens whose scripted
+// log-probability after the same previous token is at least the token's
+// (vLLM's rank; ties count against the token). The scripted log-probs are
+// not normalized, but they rank consistently.
+func (s *Scripted) ScoreRanks(ctx context.Context, reqs []policy.ScoreRequest) ([][]float64, [][]int, error) {
+	lps, err := s.Score(ctx, reqs)
+	if err != nil {
+		return nil, nil, err
+	}
+	v := s.tokenizer().VocabSize()
+	ranks := make([][]int, len(reqs))
+	for i, r := range reqs {
+		ranks[i] = make([]int, len(r.Continuation))
+		prev := r.Prompt[len(r.Prompt)-1]
+		for t, id := range r.Continuation {
+			own := lps[i][t]
+			for tok := range v {
+				if logProb(prev, tok) >= own {
+					ranks[i][t]++
+				}
+			}
+			prev = id
+		}
+	}
+	return lps, ranks, nil
+}
+
 // LogProbs is the scripted policy's log-probability of each continuation
 // token: a deterministic function of that token and the one before it, in
 // (-2, -0.01].
@@ -131,10 +159,15 @@ func LogProbs(prompt, continuation []int) []float64 {
 	lp := make([]float64, len(continuation))
 	prev := prompt[len(prompt)-1]
 	for i, id := range continuation {
-		h := fnv.New32a()
-		fmt.Fprint(h, prev, ":", id)
-		lp[i] = -0.01 - float64(h.Sum32()%199)/100
+		lp[i] = logProb(prev, id)
 		prev = id
 	}
 	return lp
+}
+
+// logProb is the scripted log-probability of id after prev.
+func logProb(prev, id int) float64 {
+	h := fnv.New32a()
+	fmt.Fprint(h, prev, ":", id)
+	return -0.01 - float64(h.Sum32()%199)/100
 }

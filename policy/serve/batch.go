@@ -30,26 +30,36 @@ type sampleResult struct {
 	err     error
 }
 
-// batcher merges the sampling requests that arrive close together into one
-// policy.Sample call (see the package doc).
+// batchShared is what the batchers of one Server (one per served model:
+// the base model and each LoRA adapter) share: the arrivals, the call slots
+// and the counters.
+type batchShared struct {
+	// pending counts the requests that arrived (see arrive) and have not
+	// reached a loop yet: a loop waits for them, and only for them.
+	pending atomic.Int64
+	slots   chan struct{} // one per call in flight, across the batchers
+
+	calls atomic.Int64
+	seqs  atomic.Int64
+}
+
+func newBatchShared(concurrency int) *batchShared {
+	return &batchShared{slots: make(chan struct{}, concurrency)}
+}
+
+// batcher merges the sampling requests for one policy that arrive close
+// together into one policy.Sample call (see the package doc).
 type batcher struct {
+	*batchShared
 	p        policy.Policy
 	window   time.Duration
 	maxBatch int
 	log      *slog.Logger
 
-	jobs  chan *sampleJob
-	slots chan struct{} // one per call in flight
-	stop  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup
-
-	// pending counts the requests that arrived (see arrive) and have not
-	// reached the loop yet: the loop waits for them, and only for them.
-	pending atomic.Int64
-
-	calls atomic.Int64
-	seqs  atomic.Int64
+	jobs chan *sampleJob
+	stop chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup
 }
 
 // arrive registers a request that is about to sample: while such requests
@@ -64,12 +74,12 @@ func (b *batcher) arrive() func() {
 	return func() { once.Do(func() { b.pending.Add(-1) }) }
 }
 
-func newBatcher(p policy.Policy, window time.Duration, maxBatch, concurrency int, log *slog.Logger) *batcher {
+func newBatcher(p policy.Policy, shared *batchShared, window time.Duration, maxBatch int, log *slog.Logger) *batcher {
 	b := &batcher{
-		p: p, window: window, maxBatch: maxBatch, log: log,
-		jobs:  make(chan *sampleJob),
-		slots: make(chan struct{}, concurrency),
-		stop:  make(chan struct{}),
+		batchShared: shared,
+		p:           p, window: window, maxBatch: maxBatch, log: log,
+		jobs: make(chan *sampleJob),
+		stop: make(chan struct{}),
 	}
 	b.wg.Add(1)
 	go b.loop()

@@ -46,7 +46,7 @@ func benchThroughput(b *testing.B, p *local.Policy) {
 	hc := &http.Client{Transport: tr}
 	var seed atomic.Int64
 	one := func() error {
-		body := fmt.Sprintf(`{"prompt": %s, "max_tokens": %d, "seed": %d, "stop_token_ids": [], "logprobs": 0, "return_token_ids": true}`,
+		body := fmt.Sprintf(`{"prompt": %s, "max_tokens": %d, "seed": %d, "stop_token_ids": [], "ignore_eos": true, "logprobs": 0, "return_token_ids": true}`,
 			jsonInts(prompt), tokens, seed.Add(1))
 		resp, err := hc.Post(ts.URL+"/v1/completions", "application/json", bytes.NewReader([]byte(body)))
 		if err != nil {

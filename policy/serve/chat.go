@@ -30,6 +30,7 @@ type chatRequest struct {
 	TopLogprobs          *int            `json:"top_logprobs"`
 	AddGenerationPrompt  *bool           `json:"add_generation_prompt"`
 	ContinueFinalMessage *bool           `json:"continue_final_message"`
+	AddSpecialTokens     *bool           `json:"add_special_tokens"`
 	PromptLogprobs       *int            `json:"prompt_logprobs"`
 	Tools                json.RawMessage `json:"tools"`
 }
@@ -105,15 +106,28 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
+	sm, err := s.acquire(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(sm)
 	switch {
 	case len(req.Messages) == 0:
 		return nil, badRequest("messages", "messages must be a non-empty list")
-	case req.TopLogprobs != nil && *req.TopLogprobs != 0:
-		return nil, badRequest("top_logprobs", "only top_logprobs 0 is supported, got %d", *req.TopLogprobs)
 	case req.PromptLogprobs != nil:
 		return nil, badRequest("prompt_logprobs", "prompt_logprobs is not supported in chat; use /v1/completions")
 	case boolOr(req.ContinueFinalMessage, false):
 		return nil, badRequest("continue_final_message", "continue_final_message is not supported")
+	}
+	logprobs, nTop := boolOr(req.Logprobs, false), 0
+	if req.TopLogprobs != nil {
+		nTop = *req.TopLogprobs
+		if err := s.checkTopN("top_logprobs", nTop); err != nil {
+			return nil, err
+		}
+		if nTop > 0 && !logprobs {
+			return nil, badRequest("top_logprobs", "top_logprobs needs logprobs: true")
+		}
 	}
 	if t := bytes.TrimSpace(req.Tools); len(t) > 0 && string(t) != "null" && string(t) != "[]" {
 		return nil, badRequest("tools", "tools are not supported")
@@ -122,9 +136,9 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := s.p.RenderChat(ctx, msgs, boolOr(req.AddGenerationPrompt, true))
+	prompt, err := s.renderChat(ctx, msgs, boolOr(req.AddGenerationPrompt, true), boolOr(req.AddSpecialTokens, false))
 	if err != nil {
-		return nil, badRequest("messages", "rendering the chat template: %v", err)
+		return nil, err
 	}
 	mt, param := req.MaxCompletionTokens, "max_completion_tokens"
 	if !mt.set || mt.null {
@@ -141,11 +155,13 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 		q.Seed = sp.seed + uint64(c)
 		reqs[c] = policy.Request{Prompt: prompt, Sampling: q}
 	}
-	samples, err := s.batch.sample(ctx, reqs, leave)
+	beginStream(w, sp)
+	samples, err := sm.batch.sample(ctx, reqs, leave)
 	if err != nil {
 		return nil, err
 	}
-	returnIDs := boolOr(req.ReturnTokenIDs, false)
+	// A stream cuts each choice by its token ids (stream.go).
+	returnIDs := boolOr(req.ReturnTokenIDs, false) || sp.stream != nil
 	resp := struct {
 		ID             string       `json:"id"`
 		Object         string       `json:"object"`
@@ -155,60 +171,76 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 		Usage          usage        `json:"usage"`
 		PromptTokenIDs []int        `json:"prompt_token_ids"`
 		PromptLogprobs any          `json:"prompt_logprobs"`
-	}{ID: newID("chatcmpl-"), Object: "chat.completion", Created: time.Now().Unix(), Model: s.model}
+	}{ID: newID("chatcmpl-"), Object: "chat.completion", Created: time.Now().Unix(), Model: sm.name}
 	resp.Usage.PromptTokens = len(prompt)
 	if returnIDs {
 		resp.PromptTokenIDs = slices.Clone(prompt)
 	}
+	outs := make([]output, len(samples))
+	topReqs := make([]policy.ScoreRequest, len(samples))
 	for c, smp := range samples {
 		if smp.Err != nil {
 			return nil, badRequest("messages", "%v", smp.Err)
 		}
-		resp.Usage.CompletionTokens += len(smp.Tokens)
-		ch, err := s.chatChoice(ctx, c, smp, sp, boolOr(req.SkipSpecialTokens, true),
-			boolOr(req.IncludeStopStrInOutput, false), boolOr(req.Logprobs, false), returnIDs)
+		if outs[c], err = s.finishSample(ctx, smp, sp, boolOr(req.SkipSpecialTokens, true), boolOr(req.IncludeStopStrInOutput, false)); err != nil {
+			return nil, err
+		}
+		resp.Usage.CompletionTokens += len(outs[c].tokens)
+		topReqs[c] = policy.ScoreRequest{Prompt: prompt, Continuation: outs[c].tokens}
+	}
+	var tops [][][]policy.TokenLogprob
+	if logprobs && nTop > 0 {
+		if tops, err = s.topLogprobs(ctx, sm.p, topReqs, nTop); err != nil {
+			return nil, err
+		}
+	}
+	for c, out := range outs {
+		var top [][]policy.TokenLogprob
+		if tops != nil {
+			top = tops[c]
+		}
+		ch, err := s.chatChoice(ctx, c, out, logprobs, top, returnIDs)
 		if err != nil {
 			return nil, err
 		}
 		resp.Choices = append(resp.Choices, ch)
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	if sp.stream != nil {
+		return nil, s.streamChat(ctx, w, sp, resp.ID, resp.Model, resp.Created, resp.Choices, resp.Usage, resp.PromptTokenIDs)
+	}
 	return resp, nil
 }
 
-func (s *Server) chatChoice(ctx context.Context, c int, smp policy.Sample, sp *sampling, skipSpecial, includeStop, logprobs, returnIDs bool) (chatChoice, error) {
-	ch := chatChoice{Index: c, FinishReason: smp.Finish}
-	stopped := smp.Finish == policy.FinishStop && len(smp.Tokens) > 0
-	if stopped {
-		if last := smp.Tokens[len(smp.Tokens)-1]; sp.explict[last] {
-			ch.StopReason = last
-		}
-	}
-	text, err := s.decodeText(ctx, smp.Tokens, stopped, skipSpecial, includeStop)
-	if err != nil {
-		return ch, err
-	}
-	ch.Message = map[string]any{"role": policy.RoleAssistant, "content": text, "tool_calls": []any{}}
+// chatChoice builds choice c from its output out; top holds the
+// alternatives at each position when top_logprobs > 0.
+func (s *Server) chatChoice(ctx context.Context, c int, out output, logprobs bool, top [][]policy.TokenLogprob, returnIDs bool) (chatChoice, error) {
+	ch := chatChoice{Index: c, FinishReason: out.finish, StopReason: out.stopReason}
+	// refusal is required (null) by OpenAI's published schema; vLLM's
+	// ChatMessage has it too.
+	ch.Message = map[string]any{"role": policy.RoleAssistant, "content": out.text, "refusal": nil, "tool_calls": []any{}}
 	if returnIDs {
-		ch.TokenIDs = slices.Clone(smp.Tokens)
+		ch.TokenIDs = slices.Clone(out.tokens)
 		if ch.TokenIDs == nil {
 			ch.TokenIDs = []int{}
 		}
 	}
 	if logprobs {
-		bs, err := s.tokenBytes(ctx, smp.Tokens)
+		bs, err := s.tokenBytes(ctx, out.tokens)
 		if err != nil {
 			return ch, err
 		}
-		content := make([]chatLogprob, len(smp.Tokens))
+		content := make([]chatLogprob, len(out.tokens))
 		for i, b := range bs {
-			ints := make([]int, len(b))
-			for j, x := range b {
-				ints[j] = int(x)
+			alts := []any{}
+			if top != nil {
+				if alts, err = s.chatTops(ctx, top[i]); err != nil {
+					return ch, err
+				}
 			}
-			content[i] = chatLogprob{Token: string(b), Logprob: wireLogProb(smp.LogProbs[i]), Bytes: ints, TopLogprobs: []any{}}
+			content[i] = chatLogprob{Token: string(b), Logprob: wireLogProb(out.logprobs[i]), Bytes: byteInts(b), TopLogprobs: alts}
 		}
-		ch.Logprobs = map[string]any{"content": content}
+		ch.Logprobs = map[string]any{"content": content, "refusal": nil} // refusal: OpenAI's schema requires it
 	}
 	return ch, nil
 }

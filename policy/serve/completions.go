@@ -156,21 +156,40 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	sm, err := s.acquire(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	defer s.release(sm)
 	if req.Suffix != nil && *req.Suffix != "" {
 		return nil, badRequest("suffix", "suffix is not supported")
-	}
-	if req.Logprobs != nil && *req.Logprobs != 0 {
-		return nil, badRequest("logprobs", "only logprobs 0 (the sampled token's log-prob) is supported, got %d", *req.Logprobs)
-	}
-	if req.PromptLogprobs != nil && *req.PromptLogprobs != 0 {
-		return nil, badRequest("prompt_logprobs", "only prompt_logprobs 0 is supported, got %d", *req.PromptLogprobs)
 	}
 	echo := boolOr(req.Echo, false)
 	wantLP := req.Logprobs != nil
 	wantPromptLP := req.PromptLogprobs != nil || (echo && wantLP)
+	// nTop alternatives per generated position; nPrompt per prompt position
+	// in prompt_logprobs (vLLM scores the prompt of echo with logprobs at
+	// logprobs), of which the echoed positions show min(nTop, nPrompt).
+	nTop, nPrompt := 0, 0
+	if wantLP {
+		nTop = *req.Logprobs
+		if err := s.checkTopN("logprobs", nTop); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case req.PromptLogprobs != nil:
+		nPrompt = *req.PromptLogprobs
+		if err := s.checkTopN("prompt_logprobs", nPrompt); err != nil {
+			return nil, err
+		}
+	case wantPromptLP:
+		nPrompt = nTop
+	}
 	skipSpecial := boolOr(req.SkipSpecialTokens, true)
 	includeStop := boolOr(req.IncludeStopStrInOutput, false)
-	returnIDs := boolOr(req.ReturnTokenIDs, false)
+	// A stream cuts each choice by its token ids (stream.go).
+	returnIDs := boolOr(req.ReturnTokenIDs, false) || sp.stream != nil
 
 	prompts, err := s.parsePrompt(ctx, req.Prompt, boolOr(req.AddSpecialTokens, true))
 	if err != nil {
@@ -205,6 +224,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 		}
 	}
 
+	beginStream(w, sp)
 	if len(reqs) == 0 {
 		leave() // echo only: nothing to sample, do not hold a batch
 	}
@@ -221,7 +241,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 			for i, p := range prompts {
 				ids[i] = p.ids
 			}
-			promptLPs, scoreErr = s.scorePrompts(ctx, ids)
+			promptLPs, scoreErr = s.scorePrompts(ctx, sm.p, ids, nPrompt)
 			if scoreErr != nil {
 				cancel()
 			}
@@ -229,7 +249,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 	}
 	var samples []policy.Sample
 	if len(reqs) > 0 {
-		samples, err = s.batch.sample(ctx, reqs, leave)
+		samples, err = sm.batch.sample(ctx, reqs, leave)
 	}
 	wg.Wait()
 	if scoreErr != nil {
@@ -246,7 +266,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 		Model   string             `json:"model"`
 		Choices []completionChoice `json:"choices"`
 		Usage   usage              `json:"usage"`
-	}{ID: newID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: s.model}
+	}{ID: newID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: sm.name}
+	outs := make([]output, len(where))
+	var topReqs []policy.ScoreRequest // the generated tokens, for their alternatives
 	for i, p := range prompts {
 		resp.Usage.PromptTokens += len(p.ids)
 		for c := range sp.n {
@@ -258,42 +280,62 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 					return nil, badRequest("prompt", "prompt %d: %v", i, smp.Err)
 				}
 			}
-			resp.Usage.CompletionTokens += len(smp.Tokens)
-			ch, err := s.completionChoice(ctx, k, p, smp, sp, choiceOpts{
-				echo: echo, logprobs: wantLP, promptLogprobs: wantPromptLP, skipSpecial: skipSpecial,
-				includeStop: includeStop, returnIDs: returnIDs,
-			}, promptLPs)
-			if err != nil {
+			if outs[k], err = s.finishSample(ctx, smp, sp, skipSpecial, includeStop); err != nil {
 				return nil, err
 			}
+			resp.Usage.CompletionTokens += len(outs[k].tokens)
+			topReqs = append(topReqs, policy.ScoreRequest{Prompt: p.ids, Continuation: outs[k].tokens})
+		}
+	}
+	var tops [][][]policy.TokenLogprob
+	if nTop > 0 {
+		if tops, err = s.topLogprobs(ctx, sm.p, topReqs, nTop); err != nil {
+			return nil, err
+		}
+	}
+	for i, p := range prompts {
+		for c := range sp.n {
+			k := i*sp.n + c
+			o := choiceOpts{
+				echo: echo, logprobs: wantLP, skipSpecial: skipSpecial, returnIDs: returnIDs, nTop: nTop,
+			}
+			var plp *promptLogprobs
 			if wantPromptLP {
-				ch.PromptLogprobs = promptLPs[i].entries
+				plp = &promptLPs[i]
+			}
+			var top [][]policy.TokenLogprob
+			if tops != nil {
+				top = tops[k]
+			}
+			ch, err := s.completionChoice(ctx, k, p, outs[k], o, plp, top)
+			if err != nil {
+				return nil, err
 			}
 			resp.Choices = append(resp.Choices, ch)
 		}
 	}
 	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	if sp.stream != nil {
+		return nil, s.streamCompletions(ctx, w, sp, echo, prompts, resp.ID, resp.Model, resp.Created, resp.Choices, resp.Usage)
+	}
 	return resp, nil
 }
 
 type choiceOpts struct {
-	echo, logprobs, promptLogprobs, skipSpecial, includeStop, returnIDs bool
+	echo, logprobs, skipSpecial, returnIDs bool
+	nTop                                   int // alternatives per position
 }
 
-func (s *Server) completionChoice(ctx context.Context, k int, p textPrompt, smp policy.Sample, sp *sampling, o choiceOpts, promptLPs []promptLogprobs) (completionChoice, error) {
-	ch := completionChoice{Index: k, FinishReason: smp.Finish}
-	stopped := smp.Finish == policy.FinishStop && len(smp.Tokens) > 0
-	if stopped {
-		if last := smp.Tokens[len(smp.Tokens)-1]; sp.explict[last] {
-			ch.StopReason = last
-		}
-	}
-	text, err := s.decodeText(ctx, smp.Tokens, stopped, o.skipSpecial, o.includeStop)
-	if err != nil {
-		return ch, err
-	}
+// completionChoice builds choice k, of prompt p, from its output out. plp
+// holds the prompt's scores when they were asked for (prompt_logprobs, or
+// echo with logprobs); top the alternatives at each generated position
+// when logprobs > 0.
+func (s *Server) completionChoice(ctx context.Context, k int, p textPrompt, out output, o choiceOpts, plp *promptLogprobs, top [][]policy.TokenLogprob) (completionChoice, error) {
+	ch := completionChoice{Index: k, FinishReason: out.finish, StopReason: out.stopReason}
+	text := out.text
 	if o.echo {
 		pt := ""
+		var err error
 		if p.text != nil {
 			pt = *p.text
 		} else if pt, err = s.decodeText(ctx, p.ids, false, o.skipSpecial, true); err != nil {
@@ -303,24 +345,42 @@ func (s *Server) completionChoice(ctx context.Context, k int, p textPrompt, smp 
 	}
 	ch.Text = text
 	if o.returnIDs {
-		ch.TokenIDs = slices.Clone(smp.Tokens)
+		ch.TokenIDs = slices.Clone(out.tokens)
+		if ch.TokenIDs == nil {
+			ch.TokenIDs = []int{}
+		}
 		ch.PromptTokenIDs = slices.Clone(p.ids)
+	}
+	if plp != nil {
+		ch.PromptLogprobs = plp.entries
 	}
 	if o.logprobs {
 		var ids []int
 		var lps []*float64
+		var tops [][]policy.TokenLogprob
 		if o.echo {
 			ids = append(ids, p.ids...)
 			lps = append(lps, nil)
-			for _, v := range promptLPs[k/sp.n].lps {
-				lps = append(lps, ptr(wireLogProb(v)))
+			tops = append(tops, nil)
+			for j, v := range plp.lps {
+				lps = append(lps, ptr(v))
+				var t []policy.TokenLogprob
+				if plp.tops != nil {
+					t = plp.tops[j][:min(o.nTop, len(plp.tops[j]))]
+				}
+				tops = append(tops, t)
 			}
 		}
-		ids = append(ids, smp.Tokens...)
-		for _, v := range smp.LogProbs {
-			lps = append(lps, ptr(wireLogProb(v)))
+		ids = append(ids, out.tokens...)
+		for t, v := range out.logprobs {
+			lps = append(lps, ptr(v))
+			if top != nil {
+				tops = append(tops, top[t])
+			} else {
+				tops = append(tops, nil)
+			}
 		}
-		lp, err := s.textLogprobs(ctx, ids, lps, o.skipSpecial)
+		lp, err := s.textLogprobs(ctx, ids, lps, tops, o.skipSpecial)
 		if err != nil {
 			return ch, err
 		}
@@ -331,16 +391,18 @@ func (s *Server) completionChoice(ctx context.Context, k int, p textPrompt, smp 
 
 func ptr[T any](v T) *T { return &v }
 
-// textLogprobs builds a completion's logprobs object for ids. text_offset
+// textLogprobs builds a completion's logprobs object for ids, whose
+// log-probs are lps (nil for the first prompt token of an echo) and whose
+// alternatives are tops (top_logprobs[i] is tops[i] plus ids[i]). text_offset
 // counts characters of the choice's text, where skipped special tokens
 // take none.
-func (s *Server) textLogprobs(ctx context.Context, ids []int, lps []*float64, skipSpecial bool) (*textLogprobs, error) {
+func (s *Server) textLogprobs(ctx context.Context, ids []int, lps []*float64, tops [][]policy.TokenLogprob, skipSpecial bool) (*textLogprobs, error) {
 	bs, err := s.tokenBytes(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
 	out := &textLogprobs{
-		TextOffset: make([]int, len(ids)), TokenLogprobs: lps,
+		TextOffset: make([]int, len(ids)), TokenLogprobs: make([]*float64, len(ids)),
 		Tokens: make([]string, len(ids)), TopLogprobs: make([]map[string]float64, len(ids)),
 	}
 	off := 0
@@ -351,21 +413,42 @@ func (s *Server) textLogprobs(ctx context.Context, ids []int, lps []*float64, sk
 			off += utf8.RuneCount(b)
 		}
 		if lps[i] != nil {
-			out.TopLogprobs[i] = map[string]float64{out.Tokens[i]: *lps[i]}
+			out.TokenLogprobs[i] = ptr(wireLogProb(*lps[i]))
+			if out.TopLogprobs[i], err = s.topDict(ctx, tops[i], ids[i], out.Tokens[i], *lps[i]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil
 }
 
 // promptLogprobs are the scores of one prompt: lps[j] is the log-prob of
-// token j+1, entries the vLLM prompt_logprobs list (entry 0 is null).
+// token j+1, tops[j] (nil unless asked for) the most likely tokens at that
+// position, entries the vLLM prompt_logprobs list (entry 0 is null).
 type promptLogprobs struct {
 	lps     []float64
+	tops    [][]policy.TokenLogprob
 	entries []map[string]any
 }
 
-// scorePrompts scores each prompt from its first token, in one Score call.
-func (s *Server) scorePrompts(ctx context.Context, prompts [][]int) ([]promptLogprobs, error) {
+// rankedScorer is implemented by policies that rank each scored token in
+// the distribution it is scored from, such as policy/local's: Score's
+// log-probabilities and, for each token, the number of vocabulary tokens at
+// least as likely (vLLM's rank), from the same forward passes.
+type rankedScorer interface {
+	ScoreRanks(ctx context.Context, reqs []policy.ScoreRequest) ([][]float64, [][]int, error)
+}
+
+// scorePrompts scores each prompt from its first token, in one Score call
+// (ScoreRanks when pol has it), and, when nTop > 0, finds the nTop most
+// likely tokens at each position, in one TopLogprobs call, all of pol. Each
+// entry of prompt_logprobs holds the prompt token and the nTop most likely
+// tokens, keyed by id, each with its log-prob, decoded text and 1-based
+// rank: a listed token's place in the list (the prompt token's too when it
+// is listed, as in vLLM), and for the prompt token when it is not listed
+// its rank in the full distribution from ScoreRanks (no rank with a policy
+// that has no ScoreRanks).
+func (s *Server) scorePrompts(ctx context.Context, pol policy.Policy, prompts [][]int, nTop int) ([]promptLogprobs, error) {
 	var sreqs []policy.ScoreRequest
 	var idx []int
 	for i, p := range prompts {
@@ -375,30 +458,50 @@ func (s *Server) scorePrompts(ctx context.Context, prompts [][]int) ([]promptLog
 		}
 	}
 	out := make([]promptLogprobs, len(prompts))
-	var scores [][]float64
+	var (
+		scores [][]float64
+		ranks  [][]int
+		tops   [][][]policy.TokenLogprob
+	)
 	if len(sreqs) > 0 {
 		var err error
-		if scores, err = s.p.Score(ctx, sreqs); err != nil {
+		if rs, ok := pol.(rankedScorer); ok {
+			scores, ranks, err = rs.ScoreRanks(ctx, sreqs)
+			if err == nil && len(ranks) != len(sreqs) {
+				err = fmt.Errorf("policy returned ranks for %d requests of %d", len(ranks), len(sreqs))
+			}
+		} else {
+			scores, err = pol.Score(ctx, sreqs)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if len(scores) != len(sreqs) {
 			return nil, fmt.Errorf("policy returned %d scores for %d requests", len(scores), len(sreqs))
 		}
+		if nTop > 0 {
+			if tops, err = s.topLogprobs(ctx, pol, sreqs, nTop); err != nil {
+				return nil, err
+			}
+		}
 	}
+	rankOf := make([][]int, len(prompts))
 	for k, i := range idx {
 		if len(scores[k]) != len(prompts[i])-1 {
 			return nil, fmt.Errorf("policy returned %d log-probs for %d tokens", len(scores[k]), len(prompts[i])-1)
 		}
 		out[i].lps = scores[k]
+		if tops != nil {
+			out[i].tops = tops[k]
+		}
+		if ranks != nil {
+			if len(ranks[k]) != len(prompts[i])-1 {
+				return nil, fmt.Errorf("policy returned %d ranks for %d tokens", len(ranks[k]), len(prompts[i])-1)
+			}
+			rankOf[i] = ranks[k]
+		}
 	}
 	for i, p := range prompts {
-		var ranks []int
-		if s.opts.PromptRanks && s.vocabSize() > 0 && len(p) > 1 {
-			var err error
-			if ranks, err = s.ranks(ctx, p); err != nil {
-				return nil, err
-			}
-		}
 		bs, err := s.tokenBytes(ctx, p)
 		if err != nil {
 			return nil, err
@@ -406,48 +509,29 @@ func (s *Server) scorePrompts(ctx context.Context, prompts [][]int) ([]promptLog
 		out[i].entries = make([]map[string]any, len(p))
 		for j := 1; j < len(p); j++ {
 			e := map[string]any{"logprob": wireLogProb(out[i].lps[j-1]), "decoded_token": string(bs[j])}
-			if ranks != nil {
-				e["rank"] = ranks[j-1]
+			if rankOf[i] != nil {
+				e["rank"] = rankOf[i][j-1]
 			}
-			out[i].entries[j] = map[string]any{strconv.Itoa(p[j]): e}
-		}
-	}
-	return out, nil
-}
-
-// rankChunk is the number of prompt positions ranked per Score call.
-const rankChunk = 32
-
-// ranks returns the 1-based rank of p[j] in the next-token distribution
-// after p[:j], for j = 1..len(p)-1, by scoring every vocabulary token.
-func (s *Server) ranks(ctx context.Context, p []int) ([]int, error) {
-	v := s.vocabSize()
-	out := make([]int, 0, len(p)-1)
-	for lo := 1; lo < len(p); lo += rankChunk {
-		hi := min(lo+rankChunk, len(p))
-		reqs := make([]policy.ScoreRequest, 0, (hi-lo)*v)
-		for j := lo; j < hi; j++ {
-			for t := range v {
-				reqs = append(reqs, policy.ScoreRequest{Prompt: p[:j], Continuation: []int{t}})
-			}
-		}
-		scores, err := s.p.Score(ctx, reqs)
-		if err != nil {
-			return nil, err
-		}
-		if len(scores) != len(reqs) {
-			return nil, fmt.Errorf("policy returned %d scores for %d requests", len(scores), len(reqs))
-		}
-		for j := lo; j < hi; j++ {
-			row := scores[(j-lo)*v : (j-lo+1)*v]
-			own := row[p[j]][0]
-			rank := 1
-			for _, sc := range row {
-				if sc[0] > own {
-					rank++
+			entry := map[string]any{strconv.Itoa(p[j]): e}
+			if out[i].tops != nil {
+				top := out[i].tops[j-1]
+				ids := make([]int, len(top))
+				for r, t := range top {
+					ids[r] = t.Token
+				}
+				tbs, err := s.tokenBytes(ctx, ids)
+				if err != nil {
+					return nil, err
+				}
+				for r, t := range top {
+					v := t.LogProb
+					if t.Token == p[j] {
+						v = out[i].lps[j-1] // Score's value, the same
+					}
+					entry[strconv.Itoa(t.Token)] = map[string]any{"logprob": wireLogProb(v), "rank": r + 1, "decoded_token": string(tbs[r])}
 				}
 			}
-			out = append(out, rank)
+			out[i].entries[j] = entry
 		}
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 
 	"github.com/agentrl/agentrl/policy"
 )
@@ -42,6 +43,7 @@ type samplingFields struct {
 	LogitBias         map[string]float64 `json:"logit_bias"`
 	Stop              json.RawMessage    `json:"stop"`
 	Stream            *bool              `json:"stream"`
+	StreamOptions     *streamOptions     `json:"stream_options"`
 	// StopTokenIDs is nil when absent or null.
 	StopTokenIDs           *[]int `json:"stop_token_ids"`
 	IgnoreEOS              *bool  `json:"ignore_eos"`
@@ -52,11 +54,13 @@ type samplingFields struct {
 
 // sampling is the checked sampling part of a request.
 type sampling struct {
-	n       int
-	seed    uint64
-	params  policy.Sampling // MaxTokens and Seed are set per sequence
-	stops   []int           // the stop set, never nil
-	explict map[int]bool    // the stop_token_ids given, for stop_reason
+	n      int
+	seed   uint64
+	params policy.Sampling // MaxTokens and Seed are set per sequence
+	stops  []int           // the stop set, never nil
+	reason map[int]bool    // the stop tokens reported as stop_reason (the others: null)
+	stream *streamConfig   // nil unless the reply streams
+	strs   []string        // the stop strings (stop.go), none empty
 }
 
 // check validates the shared fields and returns the sampling they ask for.
@@ -74,9 +78,11 @@ func (s *Server) checkSampling(f *samplingFields) (*sampling, error) {
 	if f.BestOf != nil && *f.BestOf != sp.n {
 		return nil, badRequest("best_of", "best_of is not supported (it must equal n)")
 	}
-	if f.Stream != nil && *f.Stream {
-		return nil, badRequest("stream", "streaming is not supported")
+	stream, err := checkStream(f)
+	if err != nil {
+		return nil, err
 	}
+	sp.stream = stream
 	if f.Seed != nil {
 		sp.seed = uint64(*f.Seed)
 	} else {
@@ -120,62 +126,45 @@ func (s *Server) checkSampling(f *samplingFields) (*sampling, error) {
 	if len(f.LogitBias) > 0 {
 		return nil, badRequest("logit_bias", "logit_bias is not supported")
 	}
-	if err := checkNoStopStrings(f.Stop); err != nil {
+	strs, err := parseStop(f.Stop)
+	if err != nil {
 		return nil, err
 	}
-	sp.explict = map[int]bool{}
-	switch {
-	case f.StopTokenIDs != nil:
+	sp.strs = strs
+	// The stop set, as vLLM builds it: stop_token_ids, plus the model's
+	// end-of-sequence tokens unless ignore_eos (see the package doc).
+	sp.stops, sp.reason = []int{}, map[int]bool{}
+	if f.StopTokenIDs != nil {
 		if err := s.checkIDs("stop_token_ids", *f.StopTokenIDs); err != nil {
 			return nil, err
 		}
-		sp.stops = append([]int{}, *f.StopTokenIDs...)
-		for _, id := range sp.stops {
-			sp.explict[id] = true
+		for _, id := range *f.StopTokenIDs {
+			if !sp.reason[id] {
+				sp.stops = append(sp.stops, id)
+				sp.reason[id] = true
+			}
 		}
-	case boolOr(f.IgnoreEOS, false):
-		sp.stops = []int{}
-	default:
-		sp.stops = append([]int{}, s.p.Info().StopTokens...)
+	}
+	if !boolOr(f.IgnoreEOS, false) {
+		eos := s.p.Info().StopTokens
+		for _, id := range eos {
+			if !slices.Contains(sp.stops, id) {
+				sp.stops = append(sp.stops, id)
+			}
+			sp.reason[id] = true
+		}
+		if len(eos) > 0 {
+			delete(sp.reason, eos[0]) // the primary EOS: stop_reason null
+		}
 	}
 	sp.params.StopTokens = sp.stops
 	return sp, nil
 }
 
-// checkNoStopStrings accepts a stop field that is absent, null, "" or [].
-func checkNoStopStrings(raw json.RawMessage) error {
-	var v any
-	if len(raw) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return badRequest("stop", "stop: %v", err)
-	}
-	switch v := v.(type) {
-	case nil:
-		return nil
-	case string:
-		if v == "" {
-			return nil
-		}
-	case []any:
-		if len(v) == 0 {
-			return nil
-		}
-		for _, e := range v {
-			if _, ok := e.(string); !ok {
-				return badRequest("stop", "stop must be a string or a list of strings")
-			}
-		}
-	default:
-		return badRequest("stop", "stop must be a string or a list of strings")
-	}
-	return badRequest("stop", "stop strings are not supported; use stop_token_ids")
-}
-
-// maxTokens resolves max_tokens for a prompt of n tokens: def is used when
-// the field is absent, the rest of the context when it is null. zeroOK
-// allows 0.
+// maxTokens resolves max_tokens for a prompt of n tokens: def, when
+// positive, is used when the field is absent or null (vLLM's completions
+// default of 16), the rest of the context otherwise (its chat default), both
+// bounded by the room left and Options.MaxTokensCap. zeroOK allows 0.
 func (s *Server) maxTokens(param string, o optInt, def int, n int, zeroOK bool) (int, error) {
 	maxLen := s.maxModelLen()
 	room := maxLen - n
@@ -188,7 +177,7 @@ func (s *Server) maxTokens(param string, o optInt, def int, n int, zeroOK bool) 
 	}
 	var m int
 	switch {
-	case !o.set && def > 0:
+	case (!o.set || o.null) && def > 0:
 		m = min(def, limit)
 	case !o.set || o.null:
 		m = limit

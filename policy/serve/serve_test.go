@@ -249,13 +249,13 @@ func TestGoOpenAI(t *testing.T) {
 func TestCompletionFeatures(t *testing.T) {
 	ctx := context.Background()
 	p := tiny(t)
-	ts, _ := start(t, p, serve.Options{PromptRanks: true})
+	ts, _ := start(t, p, serve.Options{})
 	pr := prompts(t, p, 2)
 
 	// n = 3 with seed s is the n = 1 requests with seeds s, s+1, s+2; a
 	// list of prompts is answered prompt-major.
 	code, resp := post(t, ts.URL, "/v1/completions", map[string]any{
-		"prompt": pr, "n": 3, "seed": 9, "max_tokens": 10, "logprobs": 0, "return_token_ids": true, "stop_token_ids": []int{},
+		"prompt": pr, "n": 3, "seed": 9, "max_tokens": 10, "logprobs": 0, "return_token_ids": true, "stop_token_ids": []int{}, "ignore_eos": true,
 	})
 	if code != 200 {
 		t.Fatalf("status %d: %v", code, resp)
@@ -316,9 +316,9 @@ func TestCompletionFeatures(t *testing.T) {
 		all[v] = policy.ScoreRequest{Prompt: seq[:3], Continuation: []int{v}}
 	}
 	sc, _ := p.Score(ctx, all)
-	rank := 1
+	rank := 0 // vLLM's count: the tokens at least as likely, this one included
 	for _, s := range sc {
-		if s[0] > sc[seq[3]][0] {
+		if s[0] >= sc[seq[3]][0] {
 			rank++
 		}
 	}
@@ -389,11 +389,15 @@ func TestErrors(t *testing.T) {
 		{"prompt fills the context", "/v1/completions", nil, nil, 400, "prompt"},
 		{"empty prompt", "/v1/completions", map[string]any{"prompt": []int{}}, auth, 400, "prompt"},
 		{"missing prompt", "/v1/completions", map[string]any{"max_tokens": 3}, auth, 400, "prompt"},
-		{"top-k logprobs", "/v1/completions", map[string]any{"prompt": ok, "logprobs": 5}, auth, 400, "logprobs"},
+		{"logprobs over 20", "/v1/completions", map[string]any{"prompt": ok, "logprobs": 21}, auth, 400, "logprobs"},
 		{"min_p", "/v1/completions", map[string]any{"prompt": ok, "min_p": 0.1}, auth, 400, "min_p"},
 		{"top_p 0", "/v1/completions", map[string]any{"prompt": ok, "top_p": 0}, auth, 400, "top_p"},
-		{"stop strings", "/v1/completions", map[string]any{"prompt": ok, "stop": []string{"\n"}}, auth, 400, "stop"},
-		{"stream", "/v1/chat/completions", map[string]any{"messages": []map[string]string{{"role": "user", "content": "x"}}, "stream": true}, auth, 400, "stream"},
+		{"stream_options without stream", "/v1/chat/completions", map[string]any{"messages": []map[string]string{{"role": "user", "content": "x"}}, "stream_options": map[string]any{"include_usage": true}}, auth, 400, "stream_options"},
+		{"stream_options with stream false", "/v1/completions", map[string]any{"prompt": ok, "stream": false, "stream_options": map[string]any{"include_usage": true}}, auth, 400, "stream_options"},
+		{"wrong type stream_options", "/v1/completions", map[string]any{"prompt": ok, "stream": true, "stream_options": true}, auth, 400, "stream_options"},
+		{"bad n with stream", "/v1/chat/completions", map[string]any{"messages": []map[string]string{{"role": "user", "content": "x"}}, "n": 0, "stream": true}, auth, 400, "n"},
+		{"bad prompt with stream", "/v1/completions", map[string]any{"prompt": []int{1, 99999}, "stream": true}, auth, 400, "prompt"},
+		{"stop not a string", "/v1/completions", map[string]any{"prompt": ok, "stop": []any{"\n", 3}}, auth, 400, "stop"},
 		{"unknown role", "/v1/chat/completions", map[string]any{"messages": []map[string]string{{"role": "wizard", "content": "x"}}}, auth, 400, "messages"},
 		{"no messages", "/v1/chat/completions", map[string]any{"messages": []any{}}, auth, 400, "messages"},
 		{"unknown model", "/v1/completions", map[string]any{"model": "gpt-9", "prompt": ok}, auth, 404, "model"},

@@ -33,7 +33,8 @@ type Options struct {
 	// get 413.
 	MaxRequestBytes int64
 	// MaxTokensCap, when positive, is the largest max_tokens a request may
-	// ask for, and the default when it asks for none.
+	// ask for, and bounds the default when it asks for none (16 on
+	// /v1/completions, the rest of the context in chat).
 	MaxTokensCap int
 	// MaxN is the largest n (default 128).
 	MaxN int
@@ -49,14 +50,22 @@ type Options struct {
 	// at once (default 1: the embedded policy runs one call at a time, and
 	// requests arriving meanwhile gather into the next, larger batch).
 	MaxConcurrentBatches int
-	// PromptRanks makes prompt_logprobs entries carry "rank", computed by
-	// scoring every vocabulary token at every prompt position (a prompt of
-	// L tokens costs L prompt forwards instead of one). It needs a known
-	// vocabulary (see the package doc). Off, rank is omitted.
-	PromptRanks bool
 	// Logger receives request logs (Debug) and policy failures (Error).
 	// Nil means slog.Default().
 	Logger *slog.Logger
+	// AdapterDir, when set, enables POST /v1/load_lora_adapter and POST
+	// /v1/unload_lora_adapter (vLLM's --enable-lora with
+	// VLLM_ALLOW_RUNTIME_LORA_UPDATING=True), confined to this directory:
+	// a lora_path, absolute or relative to AdapterDir, must resolve
+	// (symbolic links followed) to a directory inside it. Without it the
+	// two routes are 404, as in vLLM without the variable. LoadAdapter is
+	// then required (New panics without it).
+	AdapterDir string
+	// LoadAdapter builds the policy of a LoRA adapter: dir is a PEFT
+	// adapter directory (it holds adapter_config.json), and the policy
+	// must share the base policy's tokenizer and context, adapters change
+	// only the weights. It is what AdapterDir and AddAdapter load with.
+	LoadAdapter func(ctx context.Context, dir string) (policy.Policy, error)
 }
 
 const (
@@ -98,10 +107,15 @@ type Server struct {
 	p     policy.Policy
 	opts  Options
 	model string
-	vocab vocabularyPolicy // nil when the policy does not describe its vocabulary
+	vocab vocabularyPolicy  // nil when the policy does not describe its vocabulary
+	top   topLogprobsPolicy // nil when the policy does not report its most likely tokens
 	log   *slog.Logger
-	batch *batcher
+	batch *batcher // the base model's; see adapters.go for the others
 	mux   map[string]route
+
+	shared *batchShared
+	base   *servedModel
+	models modelSet
 
 	prefixMu sync.Mutex
 	prefix   []int // add_special_tokens ids of a text prompt, once known
@@ -137,27 +151,51 @@ func New(p policy.Policy, opts Options) *Server {
 	if vp, ok := p.(vocabularyPolicy); ok {
 		s.vocab = vp
 	}
-	s.batch = newBatcher(p, opts.BatchWindow, opts.MaxBatch, opts.MaxConcurrentBatches, opts.Logger)
+	if tp, ok := p.(topLogprobsPolicy); ok {
+		s.top = tp
+	}
+	s.shared = newBatchShared(opts.MaxConcurrentBatches)
+	s.batch = s.newBatcher(p)
+	s.base = &servedModel{name: s.model, p: p, batch: s.batch, root: s.model}
 	s.mux = map[string]route{
 		"/health":              {http.MethodGet, s.health},
-		"/v1/models":           {http.MethodGet, s.models},
+		"/v1/models":           {http.MethodGet, s.listModels},
 		"/v1/completions":      {http.MethodPost, s.respond(s.complete)},
 		"/v1/chat/completions": {http.MethodPost, s.respond(s.chatComplete)},
 		"/tokenize":            {http.MethodPost, s.tokenize},
 		"/detokenize":          {http.MethodPost, s.detokenize},
 	}
+	if opts.AdapterDir != "" {
+		if opts.LoadAdapter == nil {
+			panic("serve: Options.AdapterDir is set without Options.LoadAdapter")
+		}
+		s.mux["/v1/load_lora_adapter"] = route{http.MethodPost, s.loadLoRAAdapter}
+		s.mux["/v1/unload_lora_adapter"] = route{http.MethodPost, s.unloadLoRAAdapter}
+	}
 	return s
 }
 
-// respond adapts a handler that returns its response body or an error.
+func (s *Server) newBatcher(p policy.Policy) *batcher {
+	return newBatcher(p, s.shared, s.opts.BatchWindow, s.opts.MaxBatch, s.opts.Logger)
+}
+
+// respond adapts a handler that returns its response body or an error. A
+// handler that streams its reply (stream.go) writes it on the eventStream
+// it is given, and only its error, if any, is left to respond.
 func (s *Server) respond(f func(http.ResponseWriter, *http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		resp, err := f(w, r)
-		if err != nil {
+		es := &eventStream{ResponseWriter: w}
+		resp, err := f(es, r)
+		switch {
+		case es.open:
+			if err != nil {
+				s.streamError(es, r, err)
+			}
+		case err != nil:
 			s.fail(w, r, err)
-			return
+		default:
+			writeJSON(w, http.StatusOK, resp)
 		}
-		writeJSON(w, http.StatusOK, resp)
 	}
 }
 
@@ -169,10 +207,11 @@ func (s *Server) Model() string { return s.model }
 // request is cut short.
 func (s *Server) Close() error {
 	s.batch.close()
+	s.closeAdapters()
 	return nil
 }
 
-// Stats are counters of a Server's batcher.
+// Stats are counters of a Server's batchers.
 type Stats struct {
 	// SampleCalls is the number of policy.Sample calls made.
 	SampleCalls int64
@@ -180,7 +219,7 @@ type Stats struct {
 	Sequences int64
 }
 
-// Stats returns the batcher's counters.
+// Stats returns the batchers' counters, over every served model.
 func (s *Server) Stats() Stats {
 	return Stats{SampleCalls: s.batch.calls.Load(), Sequences: s.batch.seqs.Load()}
 }
@@ -198,6 +237,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
@@ -213,7 +255,17 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", w.status,
 			"duration", time.Since(start), "remote", r.RemoteAddr)
 	}()
+	// A request id, the client's own when it sent one, as vLLM's
+	// --enable-request-id-headers (the OpenAI clients report it).
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		id = newID("req-")
+	}
+	w.Header().Set("X-Request-Id", id)
 	rt, ok := s.mux[r.URL.Path]
+	if !ok && strings.HasPrefix(r.URL.Path, modelCardPrefix) {
+		rt, ok = route{http.MethodGet, s.retrieveModel}, true
+	}
 	if !ok {
 		writeError(w, http.StatusNotFound, "", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
 		return
@@ -239,16 +291,6 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(
 
 func (s *Server) maxModelLen() int { return s.p.Info().MaxContext }
 
-func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{
-		"object": "list",
-		"data": []map[string]any{{
-			"id": s.model, "object": "model", "created": time.Now().Unix(), "owned_by": "agentrl",
-			"root": s.model, "parent": nil, "max_model_len": s.maxModelLen(),
-		}},
-	})
-}
-
 // apiError is a failed request: its status and OpenAI-style error body.
 type apiError struct {
 	status  int
@@ -265,21 +307,33 @@ func badRequest(param, format string, args ...any) *apiError {
 // fail writes err: an *apiError as itself, a context error as 499-like
 // silence, anything else as a 500.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, param, message := s.failure(r, err)
+	writeError(w, status, param, message)
+}
+
+// failure returns the status, param and message that report err (see
+// fail), and logs it.
+func (s *Server) failure(r *http.Request, err error) (status int, param, message string) {
 	var ae *apiError
 	switch {
 	case errors.As(err, &ae):
-		writeError(w, ae.status, ae.param, ae.message)
+		return ae.status, ae.param, ae.message
 	case r.Context().Err() != nil:
 		// The client is gone; nobody reads the reply.
 		s.log.Debug("request cancelled", "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusServiceUnavailable, "", "request cancelled: "+err.Error())
+		return http.StatusServiceUnavailable, "", "request cancelled: " + err.Error()
 	default:
 		s.log.Error("policy failure", "path", r.URL.Path, "err", err)
-		writeError(w, http.StatusInternalServerError, "", err.Error())
+		return http.StatusInternalServerError, "", err.Error()
 	}
 }
 
 func writeError(w http.ResponseWriter, status int, param, message string) {
+	writeJSON(w, status, errorBody(status, param, message))
+}
+
+// errorBody is the OpenAI-style error object.
+func errorBody(status int, param, message string) map[string]any {
 	typ := "invalid_request_error"
 	switch {
 	case status >= 500:
@@ -293,7 +347,7 @@ func writeError(w http.ResponseWriter, status int, param, message string) {
 	if param != "" {
 		p = param
 	}
-	writeJSON(w, status, map[string]any{"error": map[string]any{"message": message, "type": typ, "param": p, "code": status}})
+	return map[string]any{"error": map[string]any{"message": message, "type": typ, "param": p, "code": status}}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -349,11 +403,15 @@ type fieldError struct{ field, msg string }
 
 func (e *fieldError) Error() string { return e.field + ": " + e.msg }
 
-// checkModel accepts the served name or an empty one.
+// checkModel accepts the served name, a loaded adapter's or an empty one.
 func (s *Server) checkModel(name string) error {
-	if name == "" || name == s.model {
+	if name == "" || name == s.model || s.models.has(name) {
 		return nil
 	}
+	return unknownModel(name)
+}
+
+func unknownModel(name string) error {
 	return &apiError{status: http.StatusNotFound, param: "model", message: fmt.Sprintf("The model `%s` does not exist.", name)}
 }
 

@@ -1,7 +1,11 @@
 package serve
 
 import (
+	"context"
 	"net/http"
+	"slices"
+
+	"github.com/agentrl/agentrl/policy"
 )
 
 // tokenizeRequest is the body of POST /tokenize: the text form (prompt) or
@@ -40,10 +44,9 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, merr)
 			return
 		}
-		// vLLM's default: add the generation prompt.
-		if ids, err = s.p.RenderChat(ctx, msgs, boolOr(req.AddGenerationPrompt, true)); err != nil {
-			err = badRequest("messages", "rendering the chat template: %v", err)
-		}
+		// vLLM's defaults: add the generation prompt, and no special
+		// tokens on top of the template's.
+		ids, err = s.renderChat(ctx, msgs, boolOr(req.AddGenerationPrompt, true), boolOr(req.AddSpecialTokens, false))
 	case req.Prompt != nil && req.Messages == nil:
 		// vLLM's default for the text form: add special tokens.
 		ids, err = s.encodeText(ctx, *req.Prompt, boolOr(req.AddSpecialTokens, true))
@@ -100,4 +103,23 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"prompt": text})
+}
+
+// renderChat renders msgs with the policy's chat template, as chat requests
+// and the chat form of /tokenize do; special puts the text prefix (what
+// add_special_tokens adds to a text prompt, see textPrefix) before it, as
+// vLLM's add_special_tokens does on top of the template.
+func (s *Server) renderChat(ctx context.Context, msgs []policy.Message, gen, special bool) ([]int, error) {
+	ids, err := s.p.RenderChat(ctx, msgs, gen)
+	if err != nil {
+		return nil, badRequest("messages", "rendering the chat template: %v", err)
+	}
+	if !special {
+		return ids, nil
+	}
+	pre, err := s.textPrefix(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(pre, ids), nil
 }

@@ -37,6 +37,9 @@ type Options struct {
 	// StopTokens end an assistant message. Nil means the first token the
 	// server's chat template writes after an assistant message's content
 	// (for example <|im_end|>), found by rendering a probe conversation.
+	// They are the whole stop set (requests send ignore_eos, so vLLM adds
+	// no EOS of its own): list every token that should end a message, for
+	// example all of generation_config's eos_token_id.
 	StopTokens []int
 	// Retry says how failed attempts are retried.
 	Retry Retry

@@ -133,7 +133,7 @@ func TestRequestsSendExplicitZeroValues(t *testing.T) {
 		"repetition_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0,
 		"logprobs": 0.0, "return_token_ids": true, "skip_special_tokens": false,
 		"add_special_tokens": false, "include_stop_str_in_output": true,
-		"stop_token_ids": []any{float64(tokenizer.EndID)},
+		"stop_token_ids": []any{float64(tokenizer.EndID)}, "ignore_eos": true,
 	}
 	for k, v := range want {
 		if got, ok := m[k]; !ok || !reflect.DeepEqual(got, v) {

@@ -6,10 +6,12 @@
 //
 //   - Sample: POST /v1/completions with the prompt as token ids, every
 //     sampling field sent explicitly (temperature 0 included: the server's
-//     generation_config defaults never apply), top_k -1 for "disabled",
-//     min_p 0, repetition_penalty 1, no presence/frequency penalty,
-//     logprobs 0 (the sampled token's log-prob only), return_token_ids,
-//     skip_special_tokens false, add_special_tokens false, stop_token_ids,
+//     generation_config defaults never apply), max_tokens (never null,
+//     which vLLM reads as 16), top_k -1 for "disabled", min_p 0,
+//     repetition_penalty 1, no presence/frequency penalty, logprobs 0 (the
+//     sampled token's log-prob only), return_token_ids,
+//     skip_special_tokens false, add_special_tokens false, stop_token_ids
+//     with ignore_eos true (see Stop tokens below),
 //     include_stop_str_in_output. prompt_logprobs is never set on sampling
 //     requests, because it turns off vLLM's prefix caching.
 //   - Score: POST /v1/completions with prompt = prompt ids ++ continuation
@@ -18,8 +20,10 @@
 //     from choices[i].prompt_logprobs[j][str(id_j)].logprob, and the
 //     returned prompt_token_ids must equal what was sent.
 //   - RenderChat, Encode, Decode: POST /tokenize (chat form, so the
-//     server's own chat template renders the conversation; text form with
-//     add_special_tokens false) and POST /detokenize.
+//     server's own chat template renders the conversation, with
+//     add_generation_prompt and add_special_tokens false sent explicitly;
+//     text form with add_special_tokens false, since vLLM's default for
+//     text is true and would prepend BOS) and POST /detokenize.
 //   - LoadLoRA, UnloadLoRA: POST /v1/load_lora_adapter and
 //     /v1/unload_lora_adapter on every server; SetModel switches later
 //     requests to an adapter, whose name Info reports as the policy version.
@@ -44,11 +48,27 @@
 // value it stands for. A -9999 would not be safer: exp of a difference with
 // it overflows just the same.
 //
-// A Sampling.MaxTokens above the room left in the context (MaxContext minus
-// the prompt) is lowered to it, since vLLM rejects rather than truncates
-// such requests; with no room left the sample is empty with
-// FinishLength, as policy/policytest does. nil Sampling.StopTokens means
-// Info().StopTokens.
+// Sampling.MaxTokens 0 means the room left in the context (MaxContext minus
+// the prompt), and a larger MaxTokens is lowered to it, since vLLM rejects
+// rather than truncates such requests (and reads a missing or null
+// max_tokens as 16); with no room left the sample is empty with
+// FinishLength, as policy/policytest does.
+//
+// Stop tokens: a sample ends exactly at Sampling.StopTokens (nil means
+// Info().StopTokens). vLLM adds the model's end-of-sequence tokens (the
+// tokenizer's eos_token_id and generation_config's eos_token_id) to every
+// request's stop set unless ignore_eos is true (vllm/sampling_params.py,
+// update_from_generation_config; vllm/v1/core/sched/utils.py, check_stop),
+// so the client sends ignore_eos true with stop_token_ids: otherwise a
+// sample asked to run on (StopTokens empty, or not holding the EOS) would
+// end at the EOS anyway. The stop token New finds by rendering a probe
+// conversation (see Options.StopTokens) is usually the EOS (<|im_end|> for
+// Qwen); for a model whose generation_config lists several (Llama 3:
+// <|eot_id|>, <|eom_id|>, <|end_of_text|>) set Options.StopTokens to all of
+// them, since vLLM no longer stops at the others on its own. Stop tokens
+// that the server adds itself, whatever the request (newer vLLM merges its
+// default sampling parameters' stop_token_ids, e.g. gpt-oss's, into every
+// request's), are beyond the client's reach.
 //
 // Retries, with exponential backoff and jitter, happen only on network
 // errors (including a per-attempt timeout and a connection dropped while
@@ -72,7 +92,16 @@
 // degraded server should not go unnoticed in a long run.
 //
 // Package vllmtest serves any policy.Policy over the same subset of the
-// API, strictly (unknown request fields are rejected), for tests and CI.
+// API, for tests and CI. It answers as vLLM does where a difference could
+// hide a client bug (max_tokens defaults, the EOS added to the stop set,
+// /tokenize's add_special_tokens defaults, the logprobs limits and shapes),
+// but rejects unknown request fields with a 400 where vLLM accepts and
+// ignores them (logging them, at debug level in recent versions): against a
+// real server a misspelt field would silently have no effect, so the fake
+// is strict on purpose. The client's tests also check every field it sends
+// against the field names of vLLM's request models
+// (TestRequestFieldsAreVLLMs), which catches a misspelling the fake would
+// share.
 //
 // Decode goes through JSON, so token ids that decode to invalid UTF-8 (a
 // byte-level token cut mid-character) come back with U+FFFD, as from any

@@ -67,6 +67,12 @@ func TestEngineOverHTTPMatchesInProcess(t *testing.T) {
 				t.Errorf("trajectory %d: %s differ over HTTP", i, name)
 			}
 		}
+		// The trajectory names the model that sampled it: the served name
+		// over HTTP.
+		if d.Policy != "scripted" || h.Policy != "test-model" {
+			t.Errorf("trajectory %d: policy %q in process, %q over HTTP", i, d.Policy, h.Policy)
+		}
+		d.Policy, h.Policy = "", ""
 		if !reflect.DeepEqual(d, h) {
 			t.Errorf("trajectory %d differs over HTTP:\n got %+v\nwant %+v", i, h, d)
 		}

@@ -136,7 +136,7 @@ func TestMalformedRepliesFailOneRequest(t *testing.T) {
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, r)
 			b := rec.Body.Bytes()
-			w.Write(b[:len(b)/2]) // a complete HTTP reply whose JSON is cut
+			w.Write(b[:len(b)-1]) // a complete HTTP reply whose JSON is cut
 			return true
 		}, "unexpected end of JSON input"},
 		"wrong number of choices": {edit(func(resp map[string]any) {

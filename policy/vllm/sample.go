@@ -47,18 +47,15 @@ func (c *Client) Sample(ctx context.Context, reqs []policy.Request) ([]policy.Sa
 // context has no room for a reply.
 func (c *Client) samplingRequest(model string, r policy.Request) (req completionRequest, ok bool) {
 	sp := r.Sampling
-	var maxTokens *int
-	if sp.MaxTokens > 0 {
-		maxTokens = &sp.MaxTokens
+	// maxContext is known once New returns, so max_tokens is always sent:
+	// vLLM reads an absent or null max_tokens as 16.
+	room := c.maxContext - len(r.Prompt)
+	if room <= 0 {
+		return req, false
 	}
-	if c.maxContext > 0 {
-		room := c.maxContext - len(r.Prompt)
-		if room <= 0 {
-			return req, false
-		}
-		if maxTokens == nil || *maxTokens > room {
-			maxTokens = &room
-		}
+	maxTokens := room
+	if sp.MaxTokens > 0 && sp.MaxTokens < room {
+		maxTokens = sp.MaxTokens
 	}
 	topP := sp.TopP
 	if topP <= 0 || topP > 1 {
@@ -80,7 +77,7 @@ func (c *Client) samplingRequest(model string, r policy.Request) (req completion
 	return completionRequest{
 		Model:                  model,
 		Prompt:                 r.Prompt,
-		MaxTokens:              maxTokens,
+		MaxTokens:              &maxTokens,
 		N:                      1,
 		Seed:                   &seed,
 		Temperature:            sp.Temperature,
@@ -93,6 +90,7 @@ func (c *Client) samplingRequest(model string, r policy.Request) (req completion
 		SkipSpecialTokens:      false,
 		AddSpecialTokens:       false,
 		StopTokenIDs:           stop,
+		IgnoreEOS:              true, // stop is the whole stop set: no EOS added
 		IncludeStopStrInOutput: true,
 	}, true
 }

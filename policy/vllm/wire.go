@@ -9,7 +9,9 @@ import "github.com/agentrl/agentrl/policy"
 type completionRequest struct {
 	Model  string `json:"model"`
 	Prompt any    `json:"prompt"` // []int or [][]int
-	// MaxTokens nil lets the server use the rest of the context.
+	// MaxTokens is always set (Sample bounds it by the room left in the
+	// context): null means 16 to vLLM (the rest of the context before its
+	// normalize_null_max_tokens validator), never what a caller means.
 	MaxTokens         *int    `json:"max_tokens"`
 	N                 int     `json:"n"`
 	Seed              *int64  `json:"seed,omitempty"`
@@ -22,13 +24,17 @@ type completionRequest struct {
 	FrequencyPenalty  float64 `json:"frequency_penalty"`
 	// Logprobs and PromptLogprobs are omitted when nil: prompt_logprobs must
 	// never appear on a sampling request.
-	Logprobs               *int  `json:"logprobs,omitempty"`
-	PromptLogprobs         *int  `json:"prompt_logprobs,omitempty"`
-	ReturnTokenIDs         bool  `json:"return_token_ids"`
-	SkipSpecialTokens      bool  `json:"skip_special_tokens"`
-	AddSpecialTokens       bool  `json:"add_special_tokens"`
-	StopTokenIDs           []int `json:"stop_token_ids"`
-	IncludeStopStrInOutput bool  `json:"include_stop_str_in_output"`
+	Logprobs          *int  `json:"logprobs,omitempty"`
+	PromptLogprobs    *int  `json:"prompt_logprobs,omitempty"`
+	ReturnTokenIDs    bool  `json:"return_token_ids"`
+	SkipSpecialTokens bool  `json:"skip_special_tokens"`
+	AddSpecialTokens  bool  `json:"add_special_tokens"`
+	StopTokenIDs      []int `json:"stop_token_ids"`
+	// IgnoreEOS true makes StopTokenIDs the whole stop set: otherwise vLLM
+	// also stops at the model's EOS tokens (the tokenizer's eos_token_id and
+	// generation_config's eos_token_id).
+	IgnoreEOS              bool `json:"ignore_eos"`
+	IncludeStopStrInOutput bool `json:"include_stop_str_in_output"`
 }
 
 // completionResponse is the reply of POST /v1/completions.
