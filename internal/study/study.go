@@ -33,8 +33,9 @@ type Arm struct {
 	Preset string
 	Sets   []string
 	// Configs, when set, limits the arm to these of the study's configs
-	// (a comparison that one environment answers); the command printed
-	// for each config's section lists the arms that ran on it.
+	// (a comparison that one environment answers). The arm's string form
+	// carries it as the setting configs=PATH;PATH (trainer settings are
+	// dotted keys, so it cannot clash with one).
 	Configs []string
 }
 
@@ -54,7 +55,12 @@ func (s *Study) armsFor(config string) []Arm {
 	return out
 }
 
-// ParseArm reads "PRESET" or "LABEL=PRESET+KEY=VALUE+…".
+// armConfigsKey is the setting of an arm's string form that limits it to
+// some configs (Arm.Configs).
+const armConfigsKey = "configs"
+
+// ParseArm reads "PRESET" or "LABEL=PRESET+KEY=VALUE+…", where the setting
+// configs=PATH;PATH limits the arm to those configs.
 func ParseArm(spec string) (Arm, error) {
 	label, rest, ok := strings.Cut(spec, "=")
 	if !ok {
@@ -69,15 +75,27 @@ func ParseArm(spec string) (Arm, error) {
 	if label == "" || parts[0] == "" || strings.ContainsAny(label, `/\ `) {
 		return Arm{}, fmt.Errorf("arm %q: want PRESET or LABEL=PRESET+KEY=VALUE+…", spec)
 	}
-	return Arm{Label: label, Preset: parts[0], Sets: parts[1:]}, nil
+	a := Arm{Label: label, Preset: parts[0]}
+	for _, kv := range parts[1:] {
+		if v, ok := strings.CutPrefix(kv, armConfigsKey+"="); ok {
+			a.Configs = append(a.Configs, strings.Split(v, ";")...)
+			continue
+		}
+		a.Sets = append(a.Sets, kv)
+	}
+	return a, nil
 }
 
 // String is the arm as ParseArm reads it.
 func (a Arm) String() string {
-	if a.Label == a.Preset && len(a.Sets) == 0 {
+	if a.Label == a.Preset && len(a.Sets) == 0 && len(a.Configs) == 0 {
 		return a.Preset
 	}
-	return a.Label + "=" + strings.Join(append([]string{a.Preset}, a.Sets...), "+")
+	parts := append([]string{a.Preset}, a.Sets...)
+	if len(a.Configs) > 0 {
+		parts = append(parts, armConfigsKey+"="+strings.Join(a.Configs, ";"))
+	}
+	return a.Label + "=" + strings.Join(parts, "+")
 }
 
 // Study is one experiment.
@@ -161,11 +179,9 @@ func Main(def Study) {
 	flag.BoolVar(&s.ReportOnly, "report", false, "train nothing: report the finished runs in -out")
 	flag.BoolVar(&quickFlag, "quick", false, "the short version (fewer seeds and steps; its own -out)")
 	flag.Parse()
-	if arms != joinArms(def.Arms) { // the defaults keep their per-config limits
-		var err error
-		if s.Arms, err = parseArms(arms); err != nil {
-			fail(def.Name, err)
-		}
+	var err error
+	if s.Arms, err = parseArms(arms); err != nil {
+		fail(def.Name, err)
 	}
 	s.Configs = strings.Split(configs, ",")
 	s.Sets = append(s.Sets, sets...)
@@ -340,14 +356,14 @@ func BeginMarker(key, command string) string {
 // EndMarker ends the section key.
 func EndMarker(key string) string { return fmt.Sprintf("<!-- %s:end -->", key) }
 
-// commandLine is the command that reproduces the study's runs on config,
-// for the header of its section.
-func (s *Study) commandLine(config string) string {
+// commandLine is the command that reproduces the study (every config's
+// runs, arms limited to some configs included), for each section's header.
+func (s *Study) commandLine() string {
 	parts := []string{s.Command}
 	if s.Quick {
 		parts = append(parts, "-quick")
 	}
-	parts = append(parts, "-arms '"+joinArms(s.armsFor(config))+"'", "-configs "+strings.Join(s.Configs, ","), fmt.Sprintf("-seeds %d", s.Seeds))
+	parts = append(parts, "-arms '"+joinArms(s.Arms)+"'", "-configs "+strings.Join(s.Configs, ","), fmt.Sprintf("-seeds %d", s.Seeds))
 	for _, kv := range s.Sets {
 		parts = append(parts, "-set "+kv)
 	}
@@ -389,7 +405,7 @@ func (s *Study) Section(config string, arms []report.Arm, plotFile string) strin
 	}
 	fmt.Fprintf(&b, "%s\n", BeginMarker(key, s.markerCommand()))
 	fmt.Fprintf(&b, "`%s`: %d seed(s) per arm on `%s`; these runs took %s in all on 2 cores (warm starts included, each built once per seed).\n\n",
-		s.commandLine(config), s.Seeds, config, (time.Duration(total) * time.Second).Round(time.Second))
+		s.commandLine(), s.Seeds, config, (time.Duration(total) * time.Second).Round(time.Second))
 	if s.Note != "" {
 		b.WriteString(s.Note + "\n\n")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -106,10 +107,20 @@ func TestArmLimitedToConfigs(t *testing.T) {
 	if got := s.armsFor("configs/b.yaml"); len(got) != 1 || got[0].Label != "GRPO" {
 		t.Errorf("config b: arms %v, want GRPO alone", got)
 	}
-	if c := s.commandLine("configs/b.yaml"); strings.Contains(c, "PPO") || !strings.Contains(c, "-arms 'GRPO'") {
-		t.Errorf("config b's command %q", c)
+	// The string form carries the limit, so the printed command
+	// reproduces the study exactly.
+	c := s.commandLine()
+	if !strings.Contains(c, "-arms 'GRPO,PPO=PPO+configs=configs/a.yaml'") {
+		t.Errorf("command %q", c)
 	}
-	if c := s.commandLine("configs/a.yaml"); !strings.Contains(c, "-arms 'GRPO,PPO'") {
-		t.Errorf("config a's command %q", c)
+	back, err := parseArms(joinArms(s.Arms))
+	if err != nil || !slices.EqualFunc(back, s.Arms, func(x, y Arm) bool {
+		return x.String() == y.String() && slices.Equal(x.Configs, y.Configs) && slices.Equal(x.Sets, y.Sets)
+	}) {
+		t.Errorf("arms %v do not survive their string form: %v, %v", s.Arms, back, err)
+	}
+	two, err := ParseArm("X=PPO+algo.lr=1+configs=configs/a.yaml;configs/b.yaml")
+	if err != nil || !slices.Equal(two.Configs, []string{"configs/a.yaml", "configs/b.yaml"}) || !slices.Equal(two.Sets, []string{"algo.lr=1"}) {
+		t.Errorf("ParseArm: %+v, %v", two, err)
 	}
 }
