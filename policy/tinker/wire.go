@@ -336,11 +336,11 @@ type SaveWeightsResponse struct {
 // SaveWeightsForSamplerRequest is the body of POST
 // save_weights_for_sampler: the weights alone, for sampling.
 type SaveWeightsForSamplerRequest struct {
-	ModelID               string  `json:"model_id"`
-	Path                  *string `json:"path,omitempty"`
-	SamplingSessionSeqID  *int    `json:"sampling_session_seq_id,omitempty"`
-	SeqID                 *int    `json:"seq_id,omitempty"`
-	Type                  string  `json:"type,omitempty"` // "save_weights_for_sampler"
+	ModelID              string  `json:"model_id"`
+	Path                 *string `json:"path,omitempty"`
+	SamplingSessionSeqID *int    `json:"sampling_session_seq_id,omitempty"`
+	SeqID                *int    `json:"seq_id,omitempty"`
+	Type                 string  `json:"type,omitempty"` // "save_weights_for_sampler"
 }
 
 // SaveWeightsForSamplerResponse is the result of save_weights_for_sampler:
