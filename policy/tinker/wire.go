@@ -8,7 +8,7 @@ import (
 // The JSON shapes of the Tinker API (REST, every route under /api/v1), as
 // the Tinker Python SDK's request and response types define them and
 // SkyRL's self-hosted server (skyrl/tinker/api.py) accepts them. Both the
-// client in this package and the offline server (policy/serve) use these
+// client in this package and the offline server (policy/tinkerserve) use these
 // types, so the two cannot drift apart. Fields without omitempty are always
 // sent; optional fields are pointers or omitempty so that a server's
 // default applies only where the SDK would leave it too.

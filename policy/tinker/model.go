@@ -1,0 +1,243 @@
+package tinker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// TrainingModel is one model being trained on the server. It is safe for
+// concurrent use. It owns the model's seq_id counter: each training call
+// takes the next number once, and its submission, retries included, is
+// sent before the next call's, so that the server sees requests in seq_id
+// order, as the SDK sends them.
+type TrainingModel struct {
+	c         *Client
+	id        string
+	baseModel string
+	// turn is a one-slot semaphore: holding it, a call takes its seq_id
+	// and submits. A channel rather than a mutex so that waiting for the
+	// turn respects ctx.
+	turn chan struct{}
+	seq  int // the last seq_id taken
+}
+
+func newTrainingModel(c *Client, id, baseModel string) *TrainingModel {
+	return &TrainingModel{c: c, id: id, baseModel: baseModel, turn: make(chan struct{}, 1)}
+}
+
+// ID returns the server's model id.
+func (m *TrainingModel) ID() string { return m.id }
+
+// BaseModel returns the base model the model was created on.
+func (m *TrainingModel) BaseModel() string { return m.baseModel }
+
+// DefaultAdam returns AdamParams with the SDK's defaults (beta1 0.9,
+// beta2 0.95, eps 1e-12, no weight decay or clipping) and learningRate.
+func DefaultAdam(learningRate float64) AdamParams {
+	return AdamParams{LearningRate: learningRate, Beta1: 0.9, Beta2: 0.95, Eps: 1e-12}
+}
+
+// Info asks the server about the model (get_info).
+func (m *TrainingModel) Info(ctx context.Context) (GetInfoResponse, error) {
+	var resp GetInfoResponse
+	if err := m.c.postJSON(ctx, "get_info", GetInfoRequest{ModelID: m.id, Type: "get_info"}, &resp); err != nil {
+		return resp, err
+	}
+	return resp, nil
+}
+
+// submitSeq takes the model's turn and next seq_id, encodes the request
+// body(seq) and submits it. A submission that fails leaves its seq_id
+// used: the server may have recorded it, and a number is never sent with
+// two different payloads.
+func submitSeq[T any](ctx context.Context, m *TrainingModel, route string, body func(seq int) any, dec func([]byte) (T, error)) (*Future[T], error) {
+	select {
+	case m.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("tinker: %s: %w", route, context.Cause(ctx))
+	}
+	defer func() { <-m.turn }()
+	if m.c.closed.Load() {
+		return nil, ErrClosed
+	}
+	seq := m.seq + 1 // the SDK's first request of a model is seq_id 1
+	data, err := json.Marshal(body(seq))
+	if err != nil {
+		return nil, fmt.Errorf("tinker: %s: encoding request: %w", route, err)
+	}
+	m.seq = seq
+	f, err := submit(ctx, m.c, route, data, dec)
+	if err != nil {
+		if errors.Is(err, ErrSeqConflict) {
+			return nil, fmt.Errorf("model %s seq_id %d: %w", m.id, seq, err)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+func checkBatch(route string, in ForwardBackwardInput) error {
+	if len(in.Data) == 0 {
+		return fmt.Errorf("tinker: %s: no data", route)
+	}
+	if in.LossFn == "" {
+		return fmt.Errorf("tinker: %s: no loss_fn", route)
+	}
+	return nil
+}
+
+// decodeOutput returns the decoder of a forward or forward_backward
+// result for n data.
+func decodeOutput(route string, n int) func([]byte) (ForwardBackwardOutput, error) {
+	return func(data []byte) (ForwardBackwardOutput, error) {
+		var out ForwardBackwardOutput
+		if err := decode(route, data, &out); err != nil {
+			return out, err
+		}
+		if len(out.LossFnOutputs) != n {
+			return out, malformed(route, "%d loss_fn_outputs for %d data", len(out.LossFnOutputs), n)
+		}
+		return out, nil
+	}
+}
+
+// ForwardAsync submits a forward pass (loss and per-token outputs, no
+// gradient).
+func (m *TrainingModel) ForwardAsync(ctx context.Context, in ForwardBackwardInput) (*Future[ForwardBackwardOutput], error) {
+	if err := checkBatch("forward", in); err != nil {
+		return nil, err
+	}
+	return submitSeq(ctx, m, "forward", func(seq int) any {
+		return ForwardRequest{ModelID: m.id, ForwardInput: in, SeqID: &seq}
+	}, decodeOutput("forward", len(in.Data)))
+}
+
+// Forward runs a forward pass and waits for its outputs.
+func (m *TrainingModel) Forward(ctx context.Context, in ForwardBackwardInput) (ForwardBackwardOutput, error) {
+	f, err := m.ForwardAsync(ctx, in)
+	if err != nil {
+		return ForwardBackwardOutput{}, err
+	}
+	return f.Wait(ctx)
+}
+
+// ForwardBackwardAsync submits a forward and backward pass, which adds
+// the batch's gradients to the model's accumulated ones.
+func (m *TrainingModel) ForwardBackwardAsync(ctx context.Context, in ForwardBackwardInput) (*Future[ForwardBackwardOutput], error) {
+	if err := checkBatch("forward_backward", in); err != nil {
+		return nil, err
+	}
+	return submitSeq(ctx, m, "forward_backward", func(seq int) any {
+		return ForwardBackwardRequest{ModelID: m.id, ForwardBackwardInput: in, SeqID: &seq}
+	}, decodeOutput("forward_backward", len(in.Data)))
+}
+
+// ForwardBackward runs a forward and backward pass and waits for its
+// outputs.
+func (m *TrainingModel) ForwardBackward(ctx context.Context, in ForwardBackwardInput) (ForwardBackwardOutput, error) {
+	f, err := m.ForwardBackwardAsync(ctx, in)
+	if err != nil {
+		return ForwardBackwardOutput{}, err
+	}
+	return f.Wait(ctx)
+}
+
+// OptimStepAsync submits an optimizer step over the accumulated
+// gradients.
+func (m *TrainingModel) OptimStepAsync(ctx context.Context, p AdamParams) (*Future[OptimStepResponse], error) {
+	return submitSeq(ctx, m, "optim_step", func(seq int) any {
+		return OptimStepRequest{ModelID: m.id, AdamParams: p, SeqID: &seq, Type: "optim_step"}
+	}, func(data []byte) (OptimStepResponse, error) {
+		var r OptimStepResponse
+		err := decode("optim_step", data, &r)
+		return r, err
+	})
+}
+
+// OptimStep applies an optimizer step and waits for it.
+func (m *TrainingModel) OptimStep(ctx context.Context, p AdamParams) (OptimStepResponse, error) {
+	f, err := m.OptimStepAsync(ctx, p)
+	if err != nil {
+		return OptimStepResponse{}, err
+	}
+	return f.Wait(ctx)
+}
+
+// decodePath returns the decoder of a result that carries a tinker://
+// path.
+func decodePath(route string) func([]byte) (string, error) {
+	return func(data []byte) (string, error) {
+		var r struct {
+			Path *string `json:"path"`
+		}
+		if err := decode(route, data, &r); err != nil {
+			return "", err
+		}
+		if r.Path == nil || !strings.HasPrefix(*r.Path, "tinker://") {
+			return "", malformed(route, "result has no tinker:// path (body %s)", snippet(data))
+		}
+		return *r.Path, nil
+	}
+}
+
+func checkName(route, name string) error {
+	if name == "" {
+		return fmt.Errorf("tinker: %s: empty checkpoint name", route)
+	}
+	return nil
+}
+
+// SaveWeights saves the weights and optimizer state under name and
+// returns their tinker://<model>/weights/<name> path, for ResumeModel.
+func (m *TrainingModel) SaveWeights(ctx context.Context, name string) (string, error) {
+	if err := checkName("save_weights", name); err != nil {
+		return "", err
+	}
+	f, err := submitSeq(ctx, m, "save_weights", func(seq int) any {
+		return SaveWeightsRequest{ModelID: m.id, Path: &name, SeqID: &seq, Type: "save_weights"}
+	}, decodePath("save_weights"))
+	if err != nil {
+		return "", err
+	}
+	return f.Wait(ctx)
+}
+
+// SaveWeightsForSampler saves the weights alone under name and returns
+// their tinker://<model>/sampler_weights/<name> path, to sample from (a
+// SampleRequest's ModelPath, Sampler.SetModelPath).
+func (m *TrainingModel) SaveWeightsForSampler(ctx context.Context, name string) (string, error) {
+	if err := checkName("save_weights_for_sampler", name); err != nil {
+		return "", err
+	}
+	f, err := submitSeq(ctx, m, "save_weights_for_sampler", func(seq int) any {
+		return SaveWeightsForSamplerRequest{ModelID: m.id, Path: &name, SeqID: &seq, Type: "save_weights_for_sampler"}
+	}, decodePath("save_weights_for_sampler"))
+	if err != nil {
+		return "", err
+	}
+	return f.Wait(ctx)
+}
+
+// LoadWeights loads the weights saved at path (a tinker://…/weights/…
+// path) and, with optimizer, the optimizer state. Servers permit it only
+// as a model's first request; ResumeModel does that.
+func (m *TrainingModel) LoadWeights(ctx context.Context, path string, optimizer bool) error {
+	if path == "" {
+		return errors.New("tinker: load_weights: empty path")
+	}
+	f, err := submitSeq(ctx, m, "load_weights", func(seq int) any {
+		return LoadWeightsRequest{ModelID: m.id, Path: path, Optimizer: optimizer, SeqID: &seq, Type: "load_weights"}
+	}, func(data []byte) (LoadWeightsResponse, error) {
+		var r LoadWeightsResponse
+		err := decode("load_weights", data, &r)
+		return r, err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = f.Wait(ctx)
+	return err
+}
