@@ -61,6 +61,11 @@ func (p Preset) aggWeights(mask [][]bool) ([][]float64, error) {
 	return AggWeights(p.LossAgg, mask)
 }
 
+// LossWeights returns the per-token weights with which the preset
+// aggregates a mini-batch's token losses (loss_agg_mode, and RAGEN's
+// micro-batch weighting when set): the loss is Σ w·ℓ.
+func (p Preset) LossWeights(mask [][]bool) ([][]float64, error) { return p.aggWeights(mask) }
+
 // ActorLoss computes the policy objective of the preset on a batch.
 func (p Preset) ActorLoss(b ActorBatch) (ActorLossResult, error) {
 	r, parts, err := p.actorTerms(b)

@@ -37,6 +37,7 @@ type Config struct {
 	Checkpoint CheckpointConfig `yaml:"checkpoint"`
 	Analysis   AnalysisConfig   `yaml:"analysis"`
 	Server     ServerConfig     `yaml:"server"`
+	Tinker     TinkerConfig     `yaml:"tinker"`
 }
 
 // ServerConfig samples the rollouts on a served copy of the model: a vLLM
@@ -364,6 +365,7 @@ func Default() Config {
 			Steps: DefaultWarmStartSteps, Batch: 16, LR: 3e-3, CacheDir: "runs/cache"},
 		Checkpoint: CheckpointConfig{Every: 10, Resume: true},
 		Server:     ServerConfig{ProbeTolerance: 0.1},
+		Tinker:     defaultTinker(),
 	}
 }
 
@@ -515,6 +517,7 @@ func (c *Config) Validate() error {
 	check(c.Analysis.GradientEvery >= 0, "analysis.gradient_every: must be >= 0 (0: never), got %d", c.Analysis.GradientEvery)
 	check(c.Analysis.GradientBuckets >= 1, "analysis.gradient_buckets: must be at least 1, got %d", c.Analysis.GradientBuckets)
 	errs = append(errs, c.validateServer()...)
+	errs = append(errs, c.validateTinker()...)
 	return errors.Join(errs...)
 }
 

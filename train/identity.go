@@ -56,7 +56,9 @@ type runIdentity struct {
 // and resume. What a sampler can change (its kernels' numerics, as
 // another machine's can) is measured per step (mismatch/*) rather than
 // fixed by the identity; algo.recompute_old_log_prob, which a server turns
-// on, is part of it.
+// on, is part of it. The tinker section is not among them either, for
+// the same reason: it says where the learner runs; the learner's kind
+// (native or tinker) is part of the model's description, which is.
 var identityKeys = []string{
 	"env", "rollout", "model", "algo", "filter", "warm_start",
 	"run.seed", "run.groups", "run.group_size", "run.train_seed_base",

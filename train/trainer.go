@@ -232,13 +232,19 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 	keep := -1
 	if resumeFrom != "" {
 		var ws *warmStartResult
-		if c.Model.LoRA.Enabled() {
-			// The adapters' base model, rebuilt as the run started it.
+		if c.Model.LoRA.Enabled() || c.Tinker.Enabled() {
+			// The adapters' base model, or the Tinker server's, rebuilt
+			// as the run started it.
 			if ws, err = t.warmStart(ctx); err != nil {
 				return nil, err
 			}
 		}
-		l, err := loadNativeLearner(c, resumeFrom, ws)
+		var l Learner
+		if c.Tinker.Enabled() {
+			l, err = t.tinkerLearner(ctx, ws, resumeFrom)
+		} else {
+			l, err = loadNativeLearner(c, resumeFrom, ws)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("resume from %s: %w", resumeFrom, err)
 		}
@@ -261,7 +267,12 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 		if !ws.cached {
 			s.warmStartTime = t.now().Sub(began)
 		}
-		if s.learner, err = newNativeLearner(c, ws.model, ws.tok, ws.hf, ws.dir); err != nil {
+		if c.Tinker.Enabled() {
+			s.learner, err = t.tinkerLearner(ctx, ws, "")
+		} else {
+			s.learner, err = newNativeLearner(c, ws.model, ws.tok, ws.hf, ws.dir)
+		}
+		if err != nil {
 			return nil, err
 		}
 		s.state = t.newState()
@@ -334,6 +345,12 @@ func (t *Trainer) writeRunFiles(id runIdentity) error {
 }
 
 func (s *session) close() {
+	if c, ok := s.learner.(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			s.log.Warn("closing the learner", "err", err)
+		}
+		s.learner = nil
+	}
 	if s.served != nil {
 		s.served.close()
 		s.served = nil

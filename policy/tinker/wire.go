@@ -270,11 +270,14 @@ type SessionHeartbeatRequest struct {
 // LoraConfig configures a model's LoRA adapters. Rank 0 is this project's
 // extension (the offline server only): train every weight of the model.
 type LoraConfig struct {
-	Rank         int    `json:"rank"`
-	Seed         *int64 `json:"seed,omitempty"`
-	TrainUnembed *bool  `json:"train_unembed,omitempty"`
-	TrainMLP     *bool  `json:"train_mlp,omitempty"`
-	TrainAttn    *bool  `json:"train_attn,omitempty"`
+	Rank int    `json:"rank"`
+	Seed *int64 `json:"seed,omitempty"`
+	// Alpha scales the adapters by Alpha/Rank. The SDK does not send it;
+	// SkyRL's server and the offline server read it.
+	Alpha        *float64 `json:"alpha,omitempty"`
+	TrainUnembed *bool    `json:"train_unembed,omitempty"`
+	TrainMLP     *bool    `json:"train_mlp,omitempty"`
+	TrainAttn    *bool    `json:"train_attn,omitempty"`
 }
 
 // CreateModelRequest is the body of POST create_model; the reply is a

@@ -1,0 +1,625 @@
+package train
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/agentrl/agentrl/algos"
+	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/policy/local"
+	"github.com/agentrl/agentrl/policy/tinker"
+)
+
+// tinkerFile is the record of a Tinker learner's checkpoint: the server's
+// paths of the weights, with which a resumed run rebuilds the model there.
+const tinkerFile = "tinker.json"
+
+// tinkerRecord is tinkerFile's content.
+type tinkerRecord struct {
+	BaseModel string `json:"base_model"`
+	ModelID   string `json:"model_id"`
+	// StatePath is the tinker:// path of the weights and optimizer state
+	// (save_weights), which load_weights restores.
+	StatePath string `json:"state_path"`
+	// SamplerPath is the tinker:// path of the same weights for sampling.
+	SamplerPath string `json:"sampler_path"`
+	// Updates counts the learner's completed Update calls.
+	Updates int              `json:"updates"`
+	LoRA    tinker.LoraConfig `json:"lora"`
+}
+
+// tinkerLearner is the Learner on a Tinker API server. The server holds
+// the weights and the optimizer, and samples; the loss stays agentrl's.
+// Each mini-batch of an Update is
+//
+//	forward          the current log-probs log π(y_t) of the batch's tokens
+//	(Go)             algos' actor loss L and its per-token gradient g_t = ∂L/∂log π(y_t)
+//	forward_backward cross_entropy with weights w_t = −g_t
+//	optim_step       AdamW, the run's clip and learning rate
+//
+// cross_entropy's loss is −Σ_t w_t log π(y_t), whose gradient with respect
+// to the parameters is Σ_t g_t ∇log π(y_t) = ∇L: the linearised loss is
+// exact to first order, which is all a gradient step uses. An entropy
+// bonus depends on the whole next-token distribution, which the API does
+// not return; its gradient enters through the score-function estimate on
+// the sampled tokens, ∇H_t ≈ −log π(y_t) ∇log π(y_t) (unbiased for tokens
+// sampled from the current policy), and the entropy reported is the
+// sampled tokens' −log π(y_t). With tinker.loss ppo the server's own ppo
+// loss replaces the first two calls.
+//
+// Policy samples on the server from the weights of the last Update, saved
+// for the sampler after every Update (save_weights_for_sampler); the
+// reference of a KL term is the server's base model, scored through
+// prompt log-probs.
+type tinkerLearner struct {
+	algo  AlgoConfig
+	loss  string
+	log   *slog.Logger
+	model *tinker.TrainingModel
+	// client is the session; it belongs to the learner, and closes with it.
+	client *tinker.Client
+	local  *local.Policy
+	// tokenizerSHA identifies local's tokenizer.
+	tokenizerSHA string
+	rec          tinkerRecord
+	sampler      *tinker.Sampler
+	ref          *tinker.Sampler // nil without a KL term
+	// stop ends an offline server the learner started (tinker.url local).
+	stop func()
+}
+
+var _ Learner = (*tinkerLearner)(nil)
+
+// tinkerAdam is the in-process learner's AdamW (native.NewAdamW in
+// newNativeLearner), so that a step on a server equals a step in process.
+func tinkerAdam(a AlgoConfig, lr float64) tinker.AdamParams {
+	return tinker.AdamParams{LearningRate: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: a.WeightDecay, GradClipNorm: a.GradClip}
+}
+
+// tinkerLoRA is the model's LoRA configuration on the server: the run's
+// model.lora (rank 0 trains every weight, which only the offline server
+// offers), with the in-process learner's seed so that both start from the
+// same adapters.
+func tinkerLoRA(cfg Config) tinker.LoraConfig {
+	c := tinker.LoraConfig{Rank: cfg.Model.LoRA.Rank}
+	if c.Rank > 0 {
+		n := cfg.Model.LoRA.native(cfg.Run.Seed)
+		seed, alpha := int64(n.Seed), n.Alpha
+		c.Seed, c.Alpha = &seed, &alpha
+		attn, mlp := false, false
+		for _, t := range n.Targets {
+			switch t {
+			case "q_proj", "k_proj", "v_proj", "o_proj":
+				attn = true
+			default:
+				mlp = true
+			}
+		}
+		c.TrainAttn, c.TrainMLP = &attn, &mlp
+	}
+	f := false
+	c.TrainUnembed = &f
+	return c
+}
+
+// tinkerConnect opens a session on the configured server (starting the
+// offline one for url local) and finds the base model.
+func tinkerConnect(ctx context.Context, cfg Config, start *local.Policy, stateDir string, log *slog.Logger) (_ *tinker.Client, base string, stop func(), err error) {
+	tc := cfg.Tinker
+	base, addr, key := tc.BaseModel, strings.TrimSpace(tc.URL), tc.APIKey
+	stop = func() {}
+	if tc.Local() {
+		if addr, base, stop, err = startLocalTinker(ctx, start, stateDir, log); err != nil {
+			return nil, "", nil, fmt.Errorf("tinker.url local: %w", err)
+		}
+	}
+	if key == "" {
+		key = os.Getenv("TINKER_API_KEY")
+	}
+	c, err := tinker.NewClient(ctx, tinker.Options{BaseURL: addr, APIKey: key, Logger: log,
+		FutureTimeout: time.Duration(tc.FutureTimeoutS * float64(time.Second)), Tags: []string{"agentrl", cfg.Env.Name}})
+	if err != nil {
+		stop()
+		return nil, "", nil, fmt.Errorf("tinker.url %s: %w", tc.URL, err)
+	}
+	if base == "" {
+		caps, err := c.Capabilities(ctx)
+		if err == nil && len(caps.SupportedModels) == 0 {
+			err = errors.New("the server lists no models")
+		}
+		if err != nil {
+			c.Close()
+			stop()
+			return nil, "", nil, fmt.Errorf("tinker.base_model is not set, and the server's models are unknown: %w", err)
+		}
+		base = caps.SupportedModels[0].ModelName
+	}
+	return c, base, stop, nil
+}
+
+// startLocalTinker starts an offline Tinker server on p in this process,
+// keeping its saved weights in stateDir, and returns its base URL, its
+// base model's name and how to stop it.
+var startLocalTinker = func(ctx context.Context, p *local.Policy, stateDir string, log *slog.Logger) (string, string, func(), error) {
+	return "", "", nil, errors.New("this build has no offline Tinker server")
+}
+
+// newTinkerLearner creates the model on the server from the run's
+// starting model start (the warm start's or model.init's, which the
+// server must serve as its base model; url local serves start itself).
+func newTinkerLearner(ctx context.Context, cfg Config, start *local.Policy, tokenizerBytes []byte, log *slog.Logger) (*tinkerLearner, error) {
+	l, err := openTinkerLearner(ctx, cfg, start, tokenizerBytes, log)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			l.Close()
+		}
+	}()
+	if l.model, err = l.client.CreateModel(ctx, l.rec.BaseModel, l.rec.LoRA); err != nil {
+		return nil, fmt.Errorf("tinker: create_model %s: %w", l.rec.BaseModel, err)
+	}
+	l.rec.ModelID = l.model.ID()
+	if err := l.checkBase(ctx, cfg.Tinker.ProbeTolerance); err != nil {
+		return nil, err
+	}
+	if err := l.publish(ctx); err != nil {
+		return nil, err
+	}
+	ok = true
+	return l, nil
+}
+
+// loadTinkerLearner resumes a Tinker learner from a checkpoint directory:
+// a new model on the server, loaded from the checkpoint's saved state.
+func loadTinkerLearner(ctx context.Context, cfg Config, dir string, start *local.Policy, tokenizerBytes []byte, log *slog.Logger) (*tinkerLearner, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, tinkerFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s has no %s: the checkpoint was not written by a run with tinker.url", dir, tinkerFile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rec tinkerRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, tinkerFile), err)
+	}
+	l, err := openTinkerLearner(ctx, cfg, start, tokenizerBytes, log)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			l.Close()
+		}
+	}()
+	if l.rec.BaseModel != rec.BaseModel {
+		return nil, fmt.Errorf("tinker: the checkpoint trained %s, the server's base model is now %s", rec.BaseModel, l.rec.BaseModel)
+	}
+	if rec.LoRA.Rank != l.rec.LoRA.Rank {
+		return nil, fmt.Errorf("tinker: the checkpoint trained LoRA rank %d, model.lora.rank is %d", rec.LoRA.Rank, l.rec.LoRA.Rank)
+	}
+	if l.model, err = l.client.ResumeModel(ctx, rec.BaseModel, l.rec.LoRA, rec.StatePath); err != nil {
+		return nil, fmt.Errorf("tinker: loading %s: %w", rec.StatePath, err)
+	}
+	l.rec.ModelID, l.rec.Updates = l.model.ID(), rec.Updates
+	if err := l.checkBase(ctx, cfg.Tinker.ProbeTolerance); err != nil {
+		return nil, err
+	}
+	if err := l.publish(ctx); err != nil {
+		return nil, err
+	}
+	ok = true
+	return l, nil
+}
+
+// openTinkerLearner connects and fills everything but the model.
+func openTinkerLearner(ctx context.Context, cfg Config, start *local.Policy, tokenizerBytes []byte, log *slog.Logger) (*tinkerLearner, error) {
+	c, base, stop, err := tinkerConnect(ctx, cfg, start, filepath.Join(cfg.Run.Out, "tinker"), log)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(tokenizerBytes)
+	l := &tinkerLearner{algo: cfg.Algo, loss: cfg.Tinker.Loss, log: log, client: c, local: start, stop: stop,
+		tokenizerSHA: hex.EncodeToString(sum[:]), rec: tinkerRecord{BaseModel: base, LoRA: tinkerLoRA(cfg)}}
+	if cfg.needsReference() {
+		l.ref = tinker.NewSampler(c, start, tinker.SamplerTarget{BaseModel: base})
+	}
+	return l, nil
+}
+
+// Close ends the session (and an offline server the learner started).
+func (l *tinkerLearner) Close() error {
+	err := l.client.Close()
+	l.stop()
+	return err
+}
+
+// tinkerProbe is the sequence the start-up check scores on both sides.
+const tinkerProbe = serverProbe
+
+// checkBase compares the server's base model with the run's starting
+// model on a probe: the mean |Δ log-prob| must be within tol (tol < 0
+// skips the check).
+func (l *tinkerLearner) checkBase(ctx context.Context, tol float64) error {
+	if tol < 0 {
+		return nil
+	}
+	ids, err := l.local.Encode(ctx, tinkerProbe)
+	if err != nil {
+		return err
+	}
+	if n := l.local.Info().MaxContext; len(ids) > n {
+		ids = ids[:n]
+	}
+	req := []policy.ScoreRequest{{Prompt: ids[:1], Continuation: ids[1:]}}
+	mine, err := l.local.Score(ctx, req)
+	if err != nil {
+		return err
+	}
+	base := tinker.NewSampler(l.client, l.local, tinker.SamplerTarget{BaseModel: l.rec.BaseModel})
+	theirs, err := base.Score(ctx, req)
+	if err != nil {
+		return fmt.Errorf("tinker: scoring the start-up probe on %s: %w", l.rec.BaseModel, err)
+	}
+	var sum float64
+	for i, v := range mine[0] {
+		sum += math.Abs(v - theirs[0][i])
+	}
+	mean := sum / float64(len(mine[0]))
+	l.log.Info("tinker: base model checked", "base_model", l.rec.BaseModel, "probe_tokens", len(mine[0]), "mean_abs_dlogp", mean)
+	if !(mean <= tol) {
+		return fmt.Errorf("tinker: the server's %s scores the probe %.3g nats/token away from the run's starting model (tinker.probe_tolerance %g): the server serves another model; serve the run's starting model (model.init or the warm start's checkpoint) or raise the tolerance", l.rec.BaseModel, mean, tol)
+	}
+	return nil
+}
+
+// publish saves the current weights for the sampler and points Policy at
+// them: policy version rec.Updates.
+func (l *tinkerLearner) publish(ctx context.Context) error {
+	path, err := l.model.SaveWeightsForSampler(ctx, fmt.Sprintf("v%d", l.rec.Updates))
+	if err != nil {
+		return fmt.Errorf("tinker: save_weights_for_sampler: %w", err)
+	}
+	l.rec.SamplerPath = path
+	if l.sampler == nil {
+		l.sampler = tinker.NewSampler(l.client, l.local, tinker.SamplerTarget{ModelPath: path})
+	} else {
+		l.sampler.SetModelPath(path)
+	}
+	return nil
+}
+
+// Policy implements Learner: the server's sampler on the latest weights.
+func (l *tinkerLearner) Policy() policy.Policy { return l.sampler }
+
+// Model implements Learner.
+func (l *tinkerLearner) Model() ModelInfo {
+	info := ModelInfo{Kind: "tinker", TokenizerSHA256: l.tokenizerSHA,
+		Config: map[string]any{"base_model": l.rec.BaseModel}}
+	m := l.local.Lock()
+	info.Params = m.NumParams()
+	if raw, err := json.Marshal(m.Config()); err == nil {
+		var arch map[string]any
+		if json.Unmarshal(raw, &arch) == nil {
+			info.Config["architecture"] = arch
+		}
+	}
+	l.local.Unlock()
+	if r := l.rec.LoRA; r.Rank > 0 {
+		info.LoRA = &LoRAInfo{Rank: r.Rank}
+		if r.Alpha != nil {
+			info.LoRA.Alpha = *r.Alpha
+		}
+	}
+	return info
+}
+
+// Save implements Learner: the server saves the weights and optimizer
+// state, and dir records where.
+func (l *tinkerLearner) Save(ctx context.Context, dir string) error {
+	path, err := l.model.SaveWeights(ctx, fmt.Sprintf("u%d", l.rec.Updates))
+	if err != nil {
+		return fmt.Errorf("tinker: save_weights: %w", err)
+	}
+	rec := l.rec
+	rec.StatePath = path
+	raw, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, tinkerFile), append(raw, '\n'), 0o644)
+}
+
+// datum is sequence tokens as a Tinker datum: input x_0..x_{n−2}, targets
+// x_1..x_{n−1}, and the per-target inputs given for positions 1..n−1.
+func datum(tokens []int, inputs map[string][]float64) tinker.Datum {
+	n := len(tokens)
+	d := tinker.Datum{ModelInput: tinker.TokensInput(tokens[:n-1]),
+		LossFnInputs: map[string]tinker.TensorData{tinker.InputTargetTokens: tinker.Ints(tokens[1:])}}
+	for k, v := range inputs {
+		d.LossFnInputs[k] = tinker.Floats(v[1:])
+	}
+	return d
+}
+
+// trainable reports the sequences with at least two tokens (a target).
+func trainable(s *Sequences) []int {
+	var idx []int
+	for i, t := range s.Tokens {
+		if len(t) >= 2 {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// forwardLogProbs returns the current weights' log-probs of s's tokens in
+// the Sequences layout (row[t] is log π(x_t | x_<t), 0 at t = 0 and off the
+// mask), chunk sequences per forward call.
+func (l *tinkerLearner) forwardLogProbs(ctx context.Context, s *Sequences, chunk int) ([][]float64, error) {
+	out := make([][]float64, s.Len())
+	for i := range out {
+		out[i] = make([]float64, len(s.Tokens[i]))
+	}
+	idx := trainable(s)
+	for lo := 0; lo < len(idx); lo += chunk {
+		part := idx[lo:min(lo+chunk, len(idx))]
+		data := make([]tinker.Datum, len(part))
+		for j, i := range part {
+			data[j] = datum(s.Tokens[i], map[string][]float64{tinker.InputWeights: make([]float64, len(s.Tokens[i]))})
+		}
+		res, err := l.model.Forward(ctx, tinker.ForwardBackwardInput{Data: data, LossFn: tinker.LossCrossEntropy})
+		if err != nil {
+			return nil, fmt.Errorf("tinker: forward: %w", err)
+		}
+		for j, i := range part {
+			lp, ok := res.LossFnOutputs[j][tinker.InputLogprobs]
+			if !ok {
+				return nil, fmt.Errorf("tinker: forward: datum %d has no logprobs output", j)
+			}
+			vals, err := lp.Dense()
+			if err != nil {
+				return nil, fmt.Errorf("tinker: forward: datum %d: %w", j, err)
+			}
+			if len(vals) != len(s.Tokens[i])-1 {
+				return nil, fmt.Errorf("tinker: forward: datum %d has %d log-probs for %d targets", j, len(vals), len(s.Tokens[i])-1)
+			}
+			for t, v := range vals {
+				if s.Mask[i][t+1] {
+					out[i][t+1] = v
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// Prepare implements Learner.
+func (l *tinkerLearner) Prepare(ctx context.Context, seqs *Sequences) error {
+	seqs.OldValues, seqs.RefLogProb = nil, nil
+	if l.algo.RecomputeOldLogProb {
+		if seqs.SamplerLogProb == nil {
+			seqs.SamplerLogProb = seqs.OldLogProb
+		}
+		lp, err := l.forwardLogProbs(ctx, seqs, l.algo.MiniBatch)
+		if err != nil {
+			return fmt.Errorf("recomputing the old log-probs: %w", err)
+		}
+		seqs.OldLogProb = lp
+	}
+	if l.ref != nil {
+		reqs := make([]policy.ScoreRequest, 0, seqs.Len())
+		idx := trainable(seqs)
+		for _, i := range idx {
+			reqs = append(reqs, policy.ScoreRequest{Prompt: seqs.Tokens[i][:1], Continuation: seqs.Tokens[i][1:]})
+		}
+		scores, err := l.ref.Score(ctx, reqs)
+		if err != nil {
+			return fmt.Errorf("reference log-probs: %w", err)
+		}
+		seqs.RefLogProb = make([][]float64, seqs.Len())
+		for i := range seqs.RefLogProb {
+			seqs.RefLogProb[i] = make([]float64, len(seqs.Tokens[i]))
+		}
+		for j, i := range idx {
+			if len(scores[j]) != len(seqs.Tokens[i])-1 {
+				return fmt.Errorf("reference log-probs: %d scores for %d tokens", len(scores[j]), len(seqs.Tokens[i])-1)
+			}
+			for t, v := range scores[j] {
+				if seqs.Mask[i][t+1] {
+					seqs.RefLogProb[i][t+1] = v
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Update implements Learner: ppo_epochs passes over seqs in the in-process
+// learner's shuffled mini-batches, one optimizer step on the server each.
+func (l *tinkerLearner) Update(ctx context.Context, seqs *Sequences, opts UpdateOptions) (UpdateStats, error) {
+	st := UpdateStats{Metrics: map[string]float64{}}
+	sums := map[string]float64{}
+	rng := rand.New(rand.NewPCG(opts.Seed, 0))
+	n := seqs.Len()
+	for range l.algo.Epochs {
+		order := rng.Perm(n)
+		for lo := 0; lo < n; lo += l.algo.MiniBatch {
+			mb := seqs.Subset(order[lo:min(lo+l.algo.MiniBatch, n)])
+			st.MiniBatches++
+			m, ok, err := l.step(ctx, mb, opts.LR)
+			if err != nil {
+				return st, err
+			}
+			if !ok {
+				st.Skipped++
+				continue
+			}
+			for k, v := range m {
+				sums[k] += v
+			}
+		}
+	}
+	if done := st.MiniBatches - st.Skipped; done > 0 {
+		for k, v := range sums {
+			st.Metrics[k] = v / float64(done)
+		}
+	}
+	st.Metrics["actor/lr"] = opts.LR
+	st.Metrics["actor/skipped_updates"] = float64(st.Skipped)
+	l.rec.Updates++
+	if err := l.publish(ctx); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// step is one optimizer step on a mini-batch; ok is false, and the
+// weights unchanged, when the loss is not finite.
+func (l *tinkerLearner) step(ctx context.Context, mb *Sequences, lr float64) (map[string]float64, bool, error) {
+	idx := trainable(mb)
+	if len(idx) == 0 {
+		return nil, false, nil
+	}
+	var in tinker.ForwardBackwardInput
+	var metrics map[string]float64
+	if l.loss == TinkerLossPPO {
+		w, err := l.algo.LossWeights(mb.Mask)
+		if err != nil {
+			return nil, false, err
+		}
+		in = tinker.ForwardBackwardInput{LossFn: tinker.LossPPO,
+			LossFnConfig: map[string]float64{"clip_low_threshold": 1 - l.algo.ClipLow, "clip_high_threshold": 1 + l.algo.ClipHigh}}
+		for _, i := range idx {
+			adv := make([]float64, len(mb.Tokens[i]))
+			for t := range adv {
+				if mb.Mask[i][t] {
+					adv[t] = w[i][t] * mb.Advantages[i][t]
+				}
+			}
+			in.Data = append(in.Data, datum(mb.Tokens[i], map[string][]float64{tinker.InputAdvantages: adv, tinker.InputLogprobs: mb.OldLogProb[i]}))
+		}
+		metrics = map[string]float64{}
+	} else {
+		logp, err := l.forwardLogProbs(ctx, mb, len(mb.Tokens))
+		if err != nil {
+			return nil, false, err
+		}
+		if !finiteRows(logp, mb.Mask) {
+			return nil, false, nil
+		}
+		// The sampled tokens' surprisal: the one-sample estimate of the
+		// entropy (see tinkerLearner).
+		entropy := make([][]float64, len(logp))
+		for i, row := range logp {
+			entropy[i] = make([]float64, len(row))
+			for t, v := range row {
+				if mb.Mask[i][t] {
+					entropy[i][t] = -v
+				}
+			}
+		}
+		r, err := l.algo.ActorLoss(algos.ActorBatch{LogProb: logp, OldLogProb: mb.OldLogProb, RefLogProb: mb.RefLogProb,
+			Advantages: mb.Advantages, Entropy: entropy, Mask: mb.Mask})
+		if err != nil {
+			return nil, false, fmt.Errorf("actor loss: %w", err)
+		}
+		if !finite(r.Loss) {
+			return nil, false, nil
+		}
+		metrics = r.Metrics()
+		in.LossFn = tinker.LossCrossEntropy
+		for _, i := range idx {
+			w := make([]float64, len(mb.Tokens[i]))
+			for t := range w {
+				if mb.Mask[i][t] {
+					// ∂L/∂log π = g + (∂L/∂H)·(−log π) by the estimate;
+					// cross_entropy's weights are its negative.
+					w[t] = -(r.DLogProb[i][t] + r.DEntropy[i][t]*(-logp[i][t]))
+				}
+			}
+			in.Data = append(in.Data, datum(mb.Tokens[i], map[string][]float64{tinker.InputWeights: w}))
+		}
+	}
+	fb, err := l.model.ForwardBackwardAsync(ctx, in)
+	if err != nil {
+		return nil, false, fmt.Errorf("tinker: forward_backward: %w", err)
+	}
+	// Submitted before the first result arrives: the server runs the two
+	// in order, and the wait is one round trip instead of two.
+	opt, err := l.model.OptimStepAsync(ctx, tinkerAdam(l.algo, lr))
+	if err != nil {
+		return nil, false, fmt.Errorf("tinker: optim_step: %w", err)
+	}
+	fbOut, err := fb.Wait(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("tinker: forward_backward: %w", err)
+	}
+	optOut, err := opt.Wait(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("tinker: optim_step: %w", err)
+	}
+	if l.loss == TinkerLossPPO {
+		if v, ok := fbOut.Metrics["loss:sum"]; ok {
+			metrics["actor/pg_loss"], metrics["actor/loss"] = v, v
+		}
+	}
+	for k, v := range optOut.Metrics {
+		switch k {
+		case "grad_norm", "grad_norm:mean":
+			metrics["actor/grad_norm"] = v
+		case "skipped":
+			if v != 0 {
+				return nil, false, nil
+			}
+		}
+	}
+	return metrics, true, nil
+}
+
+// tinkerLearner builds the Tinker learner of a run from its starting
+// model ws: a new model on the server, or, with resumeFrom, the model of
+// that checkpoint loaded there.
+func (t *Trainer) tinkerLearner(ctx context.Context, ws *warmStartResult, resumeFrom string) (*tinkerLearner, error) {
+	c := t.cfg
+	var start *local.Policy
+	var tok []byte
+	var err error
+	if ws.hf != nil {
+		start, err = local.NewHF(c.Env.Name, ws.model, ws.hf)
+		tok = ws.hf[local.TokenizerFile]
+	} else {
+		if start, err = local.New(c.Env.Name, ws.model, ws.tok); err == nil {
+			tok, err = tokenizerJSON(ws.tok)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !c.Tinker.Local() {
+		where := ws.dir
+		if where == "" {
+			where = "(a fresh model, in memory only: set warm_start.enabled or model.init)"
+		}
+		t.log.Info("tinker: the server must serve the run's starting model", "dir", where)
+	}
+	if resumeFrom != "" {
+		return loadTinkerLearner(ctx, c, resumeFrom, start, tok, t.log)
+	}
+	return newTinkerLearner(ctx, c, start, tok, t.log)
+}
