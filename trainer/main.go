@@ -40,7 +40,7 @@ func subcommands() []subcommand {
 		{"train", "train a policy from a YAML config (default)", runTrain},
 		{"eval", "evaluate a checkpoint, a vLLM server or an OpenAI-compatible endpoint on an environment", runEval},
 		{"play", "play an environment in the terminal, replay actions, or watch its expert", runPlay},
-		{"serve", "serve a policy checkpoint over an OpenAI-compatible HTTP API", runServe},
+		{"serve", "serve a policy checkpoint over an OpenAI-compatible HTTP API and the Tinker training API", runServe},
 		{"serve-env", "serve environments over OpenEnv's HTTP/WebSocket protocol", runServeEnv},
 		{"plot", "draw PNG curves of a run directory's metrics", runPlot},
 		{"report", "compare finished runs: arms over seeds, curves with intervals, diagnostics against success", runReport},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -13,30 +14,36 @@ import (
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/policy/local"
 	"github.com/agentrl/agentrl/policy/serve"
+	tinkerapi "github.com/agentrl/agentrl/policy/tinker"
+	"github.com/agentrl/agentrl/policy/tinkerserve"
 )
 
 // runServe serves a checkpoint (native, or a Hugging Face model directory)
-// over vLLM's OpenAI-compatible HTTP API until ctx ends (SIGINT or
-// SIGTERM), then shuts down gracefully.
+// over vLLM's OpenAI-compatible HTTP API (/v1) and, with -tinker, the
+// Tinker training and sampling API (/api/v1, policy/tinkerserve) on the
+// same listener, until ctx ends (SIGINT or SIGTERM), then shuts down
+// gracefully.
 func runServe(ctx context.Context, args []string, s stdio) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(s.err)
 	var (
 		checkpoint  = fs.String("checkpoint", "", "checkpoint directory: native (with the agentrl tokenizer.json) or a Hugging Face model directory (required)")
 		addr        = fs.String("addr", "127.0.0.1:8000", "listen address; the default binds loopback only")
-		apiKey      = fs.String("api-key", "", "bearer token required on /v1 routes (default $AGENTRL_API_KEY)")
+		apiKey      = fs.String("api-key", "", "API key required on /v1 (as a bearer token) and /api/v1 (as X-API-Key or a bearer token) (default $AGENTRL_API_KEY)")
 		model       = fs.String("model", "", "served model name (default: the checkpoint directory's base name)")
 		maxBatch    = fs.Int("max-batch", 256, "most sequences sampled in one batched forward pass")
 		batchWindow = fs.Duration("batch-window", 3*time.Millisecond, "longest wait for requests already arriving to join a batch (0: none)")
 		maxTokens   = fs.Int("max-tokens", 0, "largest max_tokens a request may ask for (0: the context length)")
 		maxN        = fs.Int("max-n", 128, "largest n (samples per prompt) of a request")
 		loraDir     = fs.String("lora-dir", "", "enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter, loading only adapters inside this directory (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING)")
+		tinker      = fs.Bool("tinker", true, "also serve the Tinker API (training and sampling) under /api/v1")
+		tinkerDir   = fs.String("tinker-dir", "", "the Tinker API's state directory, where saved weights live (default: a temporary directory removed at exit)")
 		verbose     = fs.Bool("v", false, "log every request")
 		loras       loraModules
 	)
 	fs.Var(&loras, "lora", "NAME=PATH: load the PEFT LoRA adapter at PATH as model NAME at start (repeatable; vLLM's --lora-modules)")
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: trainer serve -checkpoint DIR [-addr HOST:PORT] [-api-key KEY] [-model NAME] [-lora-dir DIR] [-lora NAME=PATH ...]")
+		fmt.Fprintln(s.err, "usage: trainer serve -checkpoint DIR [-addr HOST:PORT] [-api-key KEY] [-model NAME] [-lora-dir DIR] [-lora NAME=PATH ...] [-tinker=false] [-tinker-dir DIR]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -103,12 +110,47 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		}
 	}
 
+	var handler http.Handler = srv
+	var closing func()
+	stateDir := ""
+	if *tinker {
+		if stateDir = *tinkerDir; stateDir == "" {
+			if stateDir, err = os.MkdirTemp("", "agentrl-tinker-"); err != nil {
+				return fmt.Errorf("tinker state directory: %w", err)
+			}
+			defer os.RemoveAll(stateDir)
+			log.Info("tinker: state in a temporary directory, removed at exit: saved weights do not outlive the server (set -tinker-dir to keep them)", "dir", stateDir)
+		}
+		tk, err := tinkerserve.New(p, tinkerserve.Options{Model: srv.Model(), Dir: stateDir, APIKey: *apiKey, Logger: log})
+		if err != nil {
+			return err
+		}
+		defer tk.Close()
+		handler, closing = mountTinker(srv, tk), func() { tk.Close() }
+	}
+
 	info := p.Info()
-	return serveUntilDone(ctx, *addr, srv, *apiKey, log, func(a net.Addr) {
-		log.Info("serving", "url", "http://"+a.String()+"/v1", "model", srv.Model(),
+	return serveUntilDone(ctx, *addr, handler, *apiKey, log, func(a net.Addr) {
+		attrs := []any{"url", "http://" + a.String() + "/v1", "model", srv.Model(),
 			"max_model_len", info.MaxContext, "api_key", *apiKey != "", "checkpoint", *checkpoint,
-			"adapters", srv.Adapters(), "lora_dir", *loraDir)
-	}, nil)
+			"adapters", srv.Adapters(), "lora_dir", *loraDir}
+		if *tinker {
+			attrs = append(attrs, "tinker_url", "http://"+a.String()+tinkerapi.APIPrefix, "tinker_dir", stateDir)
+		}
+		log.Info("serving", attrs...)
+	}, closing)
+}
+
+// mountTinker routes /api/v1 to the Tinker server and everything else to
+// the OpenAI-compatible one.
+func mountTinker(openai, tk http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == tinkerapi.APIPrefix || strings.HasPrefix(r.URL.Path, tinkerapi.APIPrefix+"/") {
+			tk.ServeHTTP(w, r)
+			return
+		}
+		openai.ServeHTTP(w, r)
+	})
 }
 
 // loraModule is one -lora NAME=PATH.

@@ -8,9 +8,9 @@ import (
 // The JSON shapes of the Tinker API (REST, every route under /api/v1), as
 // the Tinker Python SDK's request and response types define them and
 // SkyRL's self-hosted server (skyrl/tinker/api.py) accepts them. Both the
-// client in this package and the offline server (policy/tinkerserve) use these
-// types, so the two cannot drift apart. Fields without omitempty are always
-// sent; optional fields are pointers or omitempty so that a server's
+// client in this package and the offline server (policy/tinkerserve) use
+// these types, so the two cannot drift apart. Fields without omitempty are
+// always sent; optional fields are pointers or omitempty so that a server's
 // default applies only where the SDK would leave it too.
 
 // APIPrefix is the path every route lives under.
@@ -267,17 +267,23 @@ type SessionHeartbeatRequest struct {
 	Type      string `json:"type,omitempty"` // "session_heartbeat"
 }
 
+// SessionHeartbeatResponse is the reply of session_heartbeat.
+type SessionHeartbeatResponse struct {
+	Type string `json:"type"` // "session_heartbeat"
+}
+
 // LoraConfig configures a model's LoRA adapters. Rank 0 is this project's
 // extension (the offline server only): train every weight of the model.
 type LoraConfig struct {
-	Rank int    `json:"rank"`
-	Seed *int64 `json:"seed,omitempty"`
-	// Alpha scales the adapters by Alpha/Rank. The SDK does not send it;
-	// SkyRL's server and the offline server read it.
-	Alpha        *float64 `json:"alpha,omitempty"`
-	TrainUnembed *bool    `json:"train_unembed,omitempty"`
-	TrainMLP     *bool    `json:"train_mlp,omitempty"`
-	TrainAttn    *bool    `json:"train_attn,omitempty"`
+	Rank         int    `json:"rank"`
+	Seed         *int64 `json:"seed,omitempty"`
+	TrainUnembed *bool  `json:"train_unembed,omitempty"`
+	TrainMLP     *bool  `json:"train_mlp,omitempty"`
+	TrainAttn    *bool  `json:"train_attn,omitempty"`
+	// Alpha scales the adapters' output by Alpha/Rank. The SDK does not
+	// send it (SkyRL's server fixes it at 32); the offline server takes it
+	// when given and defaults to 32.
+	Alpha *float64 `json:"alpha,omitempty"`
 }
 
 // CreateModelRequest is the body of POST create_model; the reply is a
@@ -317,7 +323,12 @@ type GetInfoResponse struct {
 	IsLoRA    *bool     `json:"is_lora,omitempty"`
 	LoRARank  *int      `json:"lora_rank,omitempty"`
 	ModelName *string   `json:"model_name,omitempty"`
-	Type      string    `json:"type,omitempty"`
+	// LoraConfig is the configuration as the server applies it (seed and
+	// alpha resolved; the offline server's adapters never train the
+	// unembedding, so it reports train_unembed false for rank > 0). The
+	// SDK ignores it.
+	LoraConfig *LoraConfig `json:"lora_config,omitempty"`
+	Type       string      `json:"type,omitempty"`
 }
 
 // SaveWeightsRequest is the body of POST save_weights: the weights and
@@ -528,4 +539,49 @@ type GetServerCapabilitiesResponse struct {
 // {"detail": …}, which SkyRL's server and the offline server send.
 type ErrorBody struct {
 	Detail any `json:"detail"`
+}
+
+// WeightsInfoRequest is the body of POST weights_info, which the SDK's
+// create_training_client_from_state calls to learn how to create the model
+// that a training checkpoint loads into.
+type WeightsInfoRequest struct {
+	TinkerPath string `json:"tinker_path"`
+}
+
+// WeightsInfoResponse is the reply of weights_info: the checkpoint's base
+// model and adapters (LoRARank 0 and IsLoRA false for the offline server's
+// full-weight checkpoints).
+type WeightsInfoResponse struct {
+	BaseModel    string `json:"base_model"`
+	IsLoRA       bool   `json:"is_lora"`
+	LoRARank     *int   `json:"lora_rank,omitempty"`
+	TrainUnembed *bool  `json:"train_unembed,omitempty"`
+	TrainMLP     *bool  `json:"train_mlp,omitempty"`
+	TrainAttn    *bool  `json:"train_attn,omitempty"`
+}
+
+// GetSamplerResponse is the reply of GET samplers/{sampler_id}: a sampling
+// session's base model and, when it samples saved weights, their path.
+type GetSamplerResponse struct {
+	SamplerID string  `json:"sampler_id"`
+	BaseModel string  `json:"base_model"`
+	ModelPath *string `json:"model_path,omitempty"`
+}
+
+// ClientConfigResponse is the reply of POST client/config: the feature
+// flags the SDK fetches before anything else. Flags left out take the
+// SDK's defaults.
+type ClientConfigResponse struct {
+	PJWTAuthEnabled bool `json:"pjwt_auth_enabled"`
+	// ParallelFwdBwdChunks false makes the SDK send the chunks of one
+	// forward_backward one after the other, in seq_id order.
+	ParallelFwdBwdChunks bool `json:"parallel_fwdbwd_chunks"`
+	// FwdBwdMaxChunkLen is the most data the SDK puts in one
+	// forward_backward request.
+	FwdBwdMaxChunkLen int `json:"fwdbwd_max_chunk_len,omitempty"`
+}
+
+// TelemetryResponse is the reply of POST telemetry.
+type TelemetryResponse struct {
+	Status string `json:"status"` // "accepted"
 }
