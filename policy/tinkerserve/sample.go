@@ -1,6 +1,7 @@
 package tinkerserve
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -75,7 +76,7 @@ func (s *Server) asample(_ *http.Request, body []byte) (any, error) {
 	switch {
 	case len(prompt) == 0:
 		return nil, badRequest("the prompt has no tokens")
-	case len(prompt) >= maxSeq:
+	case len(prompt) > maxSeq || (len(prompt) == maxSeq && !scoring(req)):
 		return nil, badRequest("a prompt of %d tokens leaves no room to sample in the model's context of %d", len(prompt), maxSeq)
 	case req.NumSamples < 1 || req.NumSamples > s.opts.MaxSamples:
 		return nil, badRequest("num_samples must be in [1, %d], got %d", s.opts.MaxSamples, req.NumSamples)
@@ -230,7 +231,7 @@ func (s *Server) sampleBatch(jobs []*sampleJob) {
 				reqs = append(reqs, policy.Request{Prompt: j.prompt, Sampling: sp})
 			}
 		}
-		samples, err := pol.Sample(s.ctx, reqs)
+		samples, err := sampleRoom(s.ctx, pol, reqs)
 		if err != nil {
 			for _, j := range group {
 				s.finish(j.fut, nil, err)
@@ -345,4 +346,38 @@ func (s *Server) stopCut(pol *local.Policy, toks []int, stops []string) (int, er
 		}
 	}
 	return -1, nil
+}
+
+// scoring reports whether a sample request asks for prompt log-probs: a
+// prompt that fills the context is then scored, and its samples are empty
+// (stop reason "length"), which is how a client scores a whole sequence.
+func scoring(req wire.SampleRequest) bool {
+	return (req.PromptLogprobs != nil && *req.PromptLogprobs) || req.TopKPromptLogprobs > 0
+}
+
+// sampleRoom samples reqs on pol, answering the requests whose prompt
+// fills the context with empty samples.
+func sampleRoom(ctx context.Context, pol *local.Policy, reqs []policy.Request) ([]policy.Sample, error) {
+	maxSeq := pol.Info().MaxContext
+	out := make([]policy.Sample, len(reqs))
+	var room []policy.Request
+	var idx []int
+	for i, r := range reqs {
+		if len(r.Prompt) >= maxSeq {
+			out[i] = policy.Sample{Tokens: []int{}, LogProbs: []float64{}, Finish: policy.FinishLength}
+			continue
+		}
+		room, idx = append(room, r), append(idx, i)
+	}
+	if len(room) == 0 {
+		return out, nil
+	}
+	got, err := pol.Sample(ctx, room)
+	if err != nil {
+		return nil, err
+	}
+	for k, i := range idx {
+		out[i] = got[k]
+	}
+	return out, nil
 }

@@ -235,3 +235,27 @@ func TestConcurrentSampling(t *testing.T) {
 		}
 	}
 }
+
+// TestScoreFullContext: a prompt that fills the context is scored when
+// its prompt log-probs are asked for (a client scoring a whole sequence),
+// and rejected when it is to be sampled.
+func TestScoreFullContext(t *testing.T) {
+	base := tinyPolicy(t)
+	ts := start(t, base, Options{})
+	n := base.Info().MaxContext
+	prompt := make([]int, n)
+	for i := range prompt {
+		prompt[i] = 'a' + i%20
+	}
+	req := wire.SampleRequest{NumSamples: 1, Prompt: wire.TokensInput(prompt), BaseModel: strp("tiny"),
+		SamplingParams: wire.SamplingParams{MaxTokens: 1, Temperature: 1, TopK: -1, TopP: 1}, PromptLogprobs: boolp(true)}
+	var res wire.SampleResponse
+	ts.run(t, "asample", req, &res)
+	if len(res.PromptLogprobs) != n || len(res.Sequences) != 1 || len(res.Sequences[0].Tokens) != 0 || res.Sequences[0].StopReason != wire.StopReasonLength {
+		t.Fatalf("full-context scoring: %d prompt logprobs, sequences %+v", len(res.PromptLogprobs), res.Sequences)
+	}
+	req.PromptLogprobs = nil
+	if d := ts.detail(t, "asample", req, 400); !strings.Contains(d, "no room") {
+		t.Errorf("sampling after a full context: %q", d)
+	}
+}
