@@ -35,7 +35,7 @@ type tinkerRecord struct {
 	// SamplerPath is the tinker:// path of the same weights for sampling.
 	SamplerPath string `json:"sampler_path"`
 	// Updates counts the learner's completed Update calls.
-	Updates int              `json:"updates"`
+	Updates int               `json:"updates"`
 	LoRA    tinker.LoraConfig `json:"lora"`
 }
 
@@ -73,8 +73,10 @@ type tinkerLearner struct {
 	// tokenizerSHA identifies local's tokenizer.
 	tokenizerSHA string
 	rec          tinkerRecord
-	sampler      *tinker.Sampler
-	ref          *tinker.Sampler // nil without a KL term
+	// savedAt is rec.Updates when rec.StatePath was saved.
+	savedAt int
+	sampler *tinker.Sampler
+	ref     *tinker.Sampler // nil without a KL term
 	// stop ends an offline server the learner started (tinker.url local).
 	stop func()
 }
@@ -332,12 +334,16 @@ func (l *tinkerLearner) Model() ModelInfo {
 // Save implements Learner: the server saves the weights and optimizer
 // state, and dir records where.
 func (l *tinkerLearner) Save(ctx context.Context, dir string) error {
-	path, err := l.model.SaveWeights(ctx, fmt.Sprintf("u%d", l.rec.Updates))
-	if err != nil {
-		return fmt.Errorf("tinker: save_weights: %w", err)
+	// A second checkpoint of the same weights (the periodic one, then the
+	// final one) reuses the saved state: names are unique on the server.
+	if l.rec.StatePath == "" || l.savedAt != l.rec.Updates {
+		path, err := l.model.SaveWeights(ctx, fmt.Sprintf("u%d", l.rec.Updates))
+		if err != nil {
+			return fmt.Errorf("tinker: save_weights: %w", err)
+		}
+		l.rec.StatePath, l.savedAt = path, l.rec.Updates
 	}
 	rec := l.rec
-	rec.StatePath = path
 	raw, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
@@ -385,7 +391,7 @@ func (l *tinkerLearner) forwardLogProbs(ctx context.Context, s *Sequences, chunk
 		}
 		res, err := l.model.Forward(ctx, tinker.ForwardBackwardInput{Data: data, LossFn: tinker.LossCrossEntropy})
 		if err != nil {
-			return nil, fmt.Errorf("tinker: forward: %w", err)
+			return nil, err
 		}
 		for j, i := range part {
 			lp, ok := res.LossFnOutputs[j][tinker.InputLogprobs]
@@ -558,21 +564,21 @@ func (l *tinkerLearner) step(ctx context.Context, mb *Sequences, lr float64) (ma
 	}
 	fb, err := l.model.ForwardBackwardAsync(ctx, in)
 	if err != nil {
-		return nil, false, fmt.Errorf("tinker: forward_backward: %w", err)
+		return nil, false, err
 	}
 	// Submitted before the first result arrives: the server runs the two
 	// in order, and the wait is one round trip instead of two.
 	opt, err := l.model.OptimStepAsync(ctx, tinkerAdam(l.algo, lr))
 	if err != nil {
-		return nil, false, fmt.Errorf("tinker: optim_step: %w", err)
+		return nil, false, err
 	}
 	fbOut, err := fb.Wait(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("tinker: forward_backward: %w", err)
+		return nil, false, err
 	}
 	optOut, err := opt.Wait(ctx)
 	if err != nil {
-		return nil, false, fmt.Errorf("tinker: optim_step: %w", err)
+		return nil, false, err
 	}
 	if l.loss == TinkerLossPPO {
 		if v, ok := fbOut.Metrics["loss:sum"]; ok {
@@ -583,7 +589,7 @@ func (l *tinkerLearner) step(ctx context.Context, mb *Sequences, lr float64) (ma
 		switch k {
 		case "grad_norm", "grad_norm:mean":
 			metrics["actor/grad_norm"] = v
-		case "skipped":
+		case "skipped", "skipped:sum":
 			if v != 0 {
 				return nil, false, nil
 			}

@@ -156,6 +156,9 @@ func checkResume(t *testing.T, sets []string, want string) {
 	if slices.ContainsFunc(sets, func(s string) bool { return strings.HasPrefix(s, "model.lora.rank=") }) {
 		weights = filepath.Join(adapterDir, "adapter_model.safetensors") // a LoRA run checkpoints its adapters
 	}
+	if slices.ContainsFunc(sets, func(s string) bool { return strings.HasPrefix(s, "tinker.url=") }) {
+		weights = tinkerFile // the server holds the weights; the checkpoint says where
+	}
 	for _, name := range []string{configFile, eventsDir, transcriptsDir, filepath.Join(checkpointsDir, latestCheckpoint, weights)} {
 		if _, err := os.Stat(filepath.Join(dir, "full", name)); err != nil {
 			t.Errorf("run directory lacks %s: %v", name, err)
