@@ -128,8 +128,13 @@ func (s *session) summarize(wall time.Duration, status string) {
 	fmt.Fprintf(&b, "metrics     %s (TensorBoard: %s)\n", filepath.Join(sum.RunDir, metricsFile), filepath.Join(sum.RunDir, eventsDir))
 	fmt.Fprintf(&b, "next:\n")
 	fmt.Fprintf(&b, "  go run ./trainer plot %s\n", sum.RunDir)
-	fmt.Fprintf(&b, "  go run ./trainer eval -config %s -checkpoint %s\n", s.configPath, sum.Checkpoint)
-	fmt.Fprintf(&b, "  go run ./trainer serve -checkpoint %s\n", sum.Checkpoint)
+	if s.cfg.Tinker.Enabled() {
+		// The weights are the server's; the checkpoint records their paths.
+		fmt.Fprintf(&b, "  (the weights stay on the Tinker server: %s)\n", filepath.Join(sum.Checkpoint, tinkerFile))
+	} else {
+		fmt.Fprintf(&b, "  go run ./trainer eval -config %s -checkpoint %s\n", s.configPath, sum.Checkpoint)
+		fmt.Fprintf(&b, "  go run ./trainer serve -checkpoint %s\n", sum.Checkpoint)
+	}
 	if status == "interrupted" {
 		fmt.Fprintf(&b, "  (the same train command resumes at step %d)\n", sum.Steps+1)
 	}

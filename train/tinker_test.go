@@ -267,3 +267,23 @@ func TestTinkerServerRestartMidRun(t *testing.T) {
 		t.Errorf("the resumed run ended at step %v, want 3", last)
 	}
 }
+
+func TestTinkerConfigErrorsNameTheKey(t *testing.T) {
+	for sets, want := range map[string]string{
+		"tinker.url=ftp://x":                         "tinker.url",
+		"tinker.url=local,tinker.loss=dpo":           "tinker.loss",
+		"tinker.url=local,tinker.loss=ppo":           "algo.clip_ratio_c",
+		"tinker.url=local,algo.preset=PPO":           "critic",
+		"tinker.url=local,analysis.gradient_every=5": "analysis.gradient_every",
+		"tinker.base_model=Qwen/Qwen3-8B":            "only applies with tinker.url",
+		"tinker.url=local,tinker.future_timeout_s=0": "tinker.future_timeout_s",
+	} {
+		_, err := Parse(nil, strings.Split(sets, ","))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error naming %s", sets, err, want)
+		}
+	}
+	if _, err := Parse(nil, []string{"tinker.url=local", "tinker.loss=ppo", "algo.clip_ratio_c=0", "algo.entropy_coeff=0"}); err != nil {
+		t.Errorf("the server's ppo for a plain clipped objective: %v", err)
+	}
+}
