@@ -393,28 +393,35 @@ func (l *nativeLearner) Prepare(ctx context.Context, seqs *Sequences) error {
 // Update implements Learner: ppo_epochs passes over seqs in shuffled
 // mini-batches; each mini-batch updates the actor, then the critic.
 func (l *nativeLearner) Update(ctx context.Context, seqs *Sequences, opts UpdateOptions) (UpdateStats, error) {
+	return miniBatchUpdates(seqs, l.algo, opts, func(mb *Sequences) (map[string]float64, bool, error) {
+		m, ok, err := nativeStep(ctx, l.actor, l.actorOpt, mb, l.algo.GradClip, opts.LR, "actor", l.actorLoss(mb))
+		if err != nil || !ok || l.critic == nil {
+			return m, ok, err
+		}
+		cm, ok, err := nativeStep(ctx, l.critic, l.criticOpt, mb, l.algo.GradClip, opts.CriticLR, "critic", l.criticLoss(mb))
+		for k, v := range cm {
+			m[k] = v
+		}
+		return m, ok, err
+	})
+}
+
+// miniBatchUpdates runs step on ppo_epochs passes over seqs in shuffled
+// mini-batches (seeded by opts.Seed) and averages the metrics of the
+// steps that ran; a step reporting !ok was skipped (a non-finite loss).
+func miniBatchUpdates(seqs *Sequences, algo AlgoConfig, opts UpdateOptions, step func(mb *Sequences) (map[string]float64, bool, error)) (UpdateStats, error) {
 	st := UpdateStats{Metrics: map[string]float64{}}
 	sums := map[string]float64{}
 	rng := rand.New(rand.NewPCG(opts.Seed, 0))
 	n := seqs.Len()
-	for range l.algo.Epochs {
+	for range algo.Epochs {
 		order := rng.Perm(n)
-		for lo := 0; lo < n; lo += l.algo.MiniBatch {
-			mb := seqs.Subset(order[lo:min(lo+l.algo.MiniBatch, n)])
+		for lo := 0; lo < n; lo += algo.MiniBatch {
+			mb := seqs.Subset(order[lo:min(lo+algo.MiniBatch, n)])
 			st.MiniBatches++
-			m, ok, err := nativeStep(ctx, l.actor, l.actorOpt, mb, l.algo.GradClip, opts.LR, "actor", l.actorLoss(mb))
+			m, ok, err := step(mb)
 			if err != nil {
 				return st, err
-			}
-			if ok && l.critic != nil {
-				var cm map[string]float64
-				cm, ok, err = nativeStep(ctx, l.critic, l.criticOpt, mb, l.algo.GradClip, opts.CriticLR, "critic", l.criticLoss(mb))
-				if err != nil {
-					return st, err
-				}
-				for k, v := range cm {
-					m[k] = v
-				}
 			}
 			if !ok {
 				st.Skipped++

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -459,40 +458,14 @@ func (l *tinkerLearner) Prepare(ctx context.Context, seqs *Sequences) error {
 // Update implements Learner: ppo_epochs passes over seqs in the in-process
 // learner's shuffled mini-batches, one optimizer step on the server each.
 func (l *tinkerLearner) Update(ctx context.Context, seqs *Sequences, opts UpdateOptions) (UpdateStats, error) {
-	st := UpdateStats{Metrics: map[string]float64{}}
-	sums := map[string]float64{}
-	rng := rand.New(rand.NewPCG(opts.Seed, 0))
-	n := seqs.Len()
-	for range l.algo.Epochs {
-		order := rng.Perm(n)
-		for lo := 0; lo < n; lo += l.algo.MiniBatch {
-			mb := seqs.Subset(order[lo:min(lo+l.algo.MiniBatch, n)])
-			st.MiniBatches++
-			m, ok, err := l.step(ctx, mb, opts.LR)
-			if err != nil {
-				return st, err
-			}
-			if !ok {
-				st.Skipped++
-				continue
-			}
-			for k, v := range m {
-				sums[k] += v
-			}
-		}
-	}
-	if done := st.MiniBatches - st.Skipped; done > 0 {
-		for k, v := range sums {
-			st.Metrics[k] = v / float64(done)
-		}
-	}
-	st.Metrics["actor/lr"] = opts.LR
-	st.Metrics["actor/skipped_updates"] = float64(st.Skipped)
-	l.rec.Updates++
-	if err := l.publish(ctx); err != nil {
+	st, err := miniBatchUpdates(seqs, l.algo, opts, func(mb *Sequences) (map[string]float64, bool, error) {
+		return l.step(ctx, mb, opts.LR)
+	})
+	if err != nil {
 		return st, err
 	}
-	return st, nil
+	l.rec.Updates++
+	return st, l.publish(ctx)
 }
 
 // step is one optimizer step on a mini-batch; ok is false, and the
