@@ -287,3 +287,20 @@ func TestTinkerConfigErrorsNameTheKey(t *testing.T) {
 		t.Errorf("the server's ppo for a plain clipped objective: %v", err)
 	}
 }
+
+// TestTinkerServerMissing: a URL that does not serve the Tinker API fails
+// the run before any step with an error naming the key, and nothing is
+// left half-open.
+func TestTinkerServerMissing(t *testing.T) {
+	ts := httptest.NewServer(http.NotFoundHandler())
+	defer ts.Close()
+	cfg := tinyConfig(t, filepath.Join(t.TempDir(), "run"), 1, "tinker.url="+ts.URL, "warm_start.enabled=false")
+	tr, err := New(cfg, quietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tr.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "tinker.url") {
+		t.Fatalf("Run = %v, want an error naming tinker.url", err)
+	}
+}

@@ -241,9 +241,15 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 		}
 		var l Learner
 		if c.Tinker.Enabled() {
-			l, err = t.tinkerLearner(ctx, ws, resumeFrom)
+			var tl *tinkerLearner
+			if tl, err = t.tinkerLearner(ctx, ws, resumeFrom); err == nil {
+				l = tl
+			}
 		} else {
-			l, err = loadNativeLearner(c, resumeFrom, ws)
+			var nl *nativeLearner
+			if nl, err = loadNativeLearner(c, resumeFrom, ws); err == nil {
+				l = nl
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("resume from %s: %w", resumeFrom, err)
@@ -267,14 +273,18 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 		if !ws.cached {
 			s.warmStartTime = t.now().Sub(began)
 		}
+		// Assigned only on success: a nil *tinkerLearner in the interface
+		// would not be nil to session.close.
+		var l Learner
 		if c.Tinker.Enabled() {
-			s.learner, err = t.tinkerLearner(ctx, ws, "")
+			l, err = t.tinkerLearner(ctx, ws, "")
 		} else {
-			s.learner, err = newNativeLearner(c, ws.model, ws.tok, ws.hf, ws.dir)
+			l, err = newNativeLearner(c, ws.model, ws.tok, ws.hf, ws.dir)
 		}
 		if err != nil {
 			return nil, err
 		}
+		s.learner = l
 		s.state = t.newState()
 		s.state.WarmStartS = s.warmStartTime.Seconds()
 		if err := t.clearRunDir(); err != nil {
