@@ -83,6 +83,9 @@ func (c *Config) validateTinker() []error {
 		return errs
 	}
 	var errs []error
+	if t.Local() && t.BaseModel != "" {
+		errs = append(errs, errors.New("tinker.base_model: with tinker.url local the offline server serves the run's starting model; leave it unset"))
+	}
 	if !t.Local() {
 		u, err := url.Parse(strings.TrimSpace(t.URL))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -22,7 +22,7 @@ import (
 
 // tinkerFile is the record of a Tinker learner's checkpoint: the server's
 // paths of the weights, with which a resumed run rebuilds the model there.
-const tinkerFile = "tinker.json"
+const tinkerFile = local.TinkerRecordFile
 
 // tinkerRecord is tinkerFile's content.
 type tinkerRecord struct {
@@ -250,9 +250,6 @@ func (l *tinkerLearner) Close() error {
 	return err
 }
 
-// tinkerProbe is the sequence the start-up check scores on both sides.
-const tinkerProbe = serverProbe
-
 // checkBase compares the server's base model with the run's starting
 // model on a probe: the mean |Δ log-prob| must be within tol (tol < 0
 // skips the check).
@@ -260,7 +257,7 @@ func (l *tinkerLearner) checkBase(ctx context.Context, tol float64) error {
 	if tol < 0 {
 		return nil
 	}
-	ids, err := l.local.Encode(ctx, tinkerProbe)
+	ids, err := l.local.Encode(ctx, serverProbe)
 	if err != nil {
 		return err
 	}

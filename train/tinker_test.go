@@ -277,6 +277,7 @@ func TestTinkerConfigErrorsNameTheKey(t *testing.T) {
 		"tinker.url=local,analysis.gradient_every=5": "analysis.gradient_every",
 		"tinker.base_model=Qwen/Qwen3-8B":            "only applies with tinker.url",
 		"tinker.url=local,tinker.future_timeout_s=0": "tinker.future_timeout_s",
+		"tinker.url=local,tinker.base_model=x":       "tinker.base_model",
 	} {
 		_, err := Parse(nil, strings.Split(sets, ","))
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -31,6 +31,10 @@ func LoadCheckpoint(dir string) (*Policy, error) {
 	return LoadCheckpointNamed(dir, "")
 }
 
+// TinkerRecordFile is the file of a checkpoint whose weights are on a
+// Tinker server, as a run with tinker.url writes it.
+const TinkerRecordFile = "tinker.json"
+
 // LoadCheckpointNamed is LoadCheckpoint with the policy's name given; an
 // empty name means the base name of dir.
 func LoadCheckpointNamed(dir, name string) (*Policy, error) {
@@ -48,6 +52,9 @@ func LoadCheckpointNamed(dir, name string) (*Policy, error) {
 	}
 	if IsHFDir(dir) {
 		return LoadHF(dir, name, 0)
+	}
+	if exists(filepath.Join(dir, TinkerRecordFile)) && !exists(filepath.Join(dir, native.ConfigFile)) {
+		return nil, fmt.Errorf("local: checkpoint %s was written by a run on a Tinker server (tinker.url): its weights stay on that server, at the paths %s names", dir, TinkerRecordFile)
 	}
 	ck, err := native.LoadCheckpoint(dir)
 	if err != nil {

@@ -71,7 +71,10 @@ func TestLoadCheckpointErrors(t *testing.T) {
 	badTok := saveTiny(t, p, map[string][]byte{TokenizerFile: []byte(`{"format": "nope"}`)})
 	badCfg := saveTiny(t, p, nil)
 	os.WriteFile(filepath.Join(badCfg, native.ConfigFile), []byte("{"), 0o644)
+	onServer := t.TempDir()
+	os.WriteFile(filepath.Join(onServer, TinkerRecordFile), []byte(`{"state_path": "tinker://m/weights/u1"}`), 0o644)
 	for dir, want := range map[string]string{
+		onServer:                              "Tinker server",
 		filepath.Join(t.TempDir(), "missing"): "does not exist",
 		file:                                  "not a directory",
 		noTok:                                 "has no tokenizer.json",

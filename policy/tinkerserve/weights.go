@@ -96,6 +96,23 @@ type ckptMeta struct {
 
 // readMeta reads the metaFile of dir; a missing checkpoint is an error
 // that wraps fs.ErrNotExist.
+// savedWeights parses a tinker://…/weights/… path and reads its
+// checkpoint's description: 404 when there is none.
+func (s *Server) savedWeights(raw string) (tinkerPath, ckptMeta, error) {
+	p, err := parsePath(raw, false)
+	if err != nil {
+		return p, ckptMeta{}, err
+	}
+	meta, err := readMeta(s.dirOf(p))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return p, meta, notFound("Checkpoint not found: %s", p)
+	case err != nil:
+		return p, meta, badRequest("checkpoint %s: %v", p, err)
+	}
+	return p, meta, nil
+}
+
 func readMeta(dir string) (ckptMeta, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, metaFile))
 	if err != nil {
@@ -334,16 +351,9 @@ func (s *Server) loadWeights(_ *http.Request, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := parsePath(req.Path, false)
+	p, meta, err := s.savedWeights(req.Path)
 	if err != nil {
 		return nil, err
-	}
-	meta, err := readMeta(s.dirOf(p))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, notFound("Checkpoint not found: %s", p)
-	case err != nil:
-		return nil, badRequest("checkpoint %s: %v", p, err)
 	}
 	if err := checkFits(meta, mod.cfg); err != nil {
 		return nil, badRequest("checkpoint %s: %v", p, err)
@@ -426,16 +436,9 @@ func (s *Server) weightsInfo(_ *http.Request, body []byte) (any, error) {
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	p, err := parsePath(req.TinkerPath, false)
+	_, meta, err := s.savedWeights(req.TinkerPath)
 	if err != nil {
 		return nil, err
-	}
-	meta, err := readMeta(s.dirOf(p))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, notFound("Checkpoint not found: %s", p)
-	case err != nil:
-		return nil, badRequest("checkpoint %s: %v", p, err)
 	}
 	lc := meta.Config.wire()
 	return wire.WeightsInfoResponse{BaseModel: meta.BaseModel, IsLoRA: lc.Rank > 0, LoRARank: &lc.Rank,
