@@ -7,7 +7,10 @@
 #   - the OpenBLAS build (-tags netlib) of both (needs libopenblas-dev);
 #   - PyTorch on the CPU (scripts/torch_train_step.py; needs python3-torch);
 #   - the default Sokoban RL step, timed by the trainer itself, with both
-#     kernel sets starting from the same warm-started checkpoint.
+#     kernel sets starting from the same warm-started checkpoint;
+#   - with OpenBLAS, each GEMM shape of the train step against OpenBLAS's
+#     sgemm on the same shape and number of cores (internal/simd
+#     BenchmarkGemm -tags netlib, the best SIMD level of this CPU).
 #
 # The Go benchmarks run ROUNDS times, alternating the two trees, and the
 # table reports medians. Usage:
@@ -16,7 +19,7 @@
 #   SKIP_RL=1 SKIP_NETLIB=1 scripts/bench-kernels.sh
 #
 # Environment: BASE, ROUNDS (3), BENCHTIME (10x), RL_STEPS (8), SKIP_GO,
-# SKIP_RL, SKIP_NETLIB, SKIP_TORCH, PYTHON (/usr/bin/python3).
+# SKIP_RL, SKIP_NETLIB, SKIP_TORCH, SKIP_SHAPES, PYTHON (/usr/bin/python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -31,6 +34,7 @@ work=$(mktemp -d)
 base="$work/base"
 trap 'git worktree remove --force "$base" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 git worktree add --detach "$base" "$BASE" >/dev/null 2>&1
+: >"$work/results"
 
 netlib=1
 if [ -n "${SKIP_NETLIB:-}" ] || ! ldconfig -p 2>/dev/null | grep -q libopenblas; then
@@ -91,6 +95,23 @@ if [ -z "${SKIP_RL:-}" ]; then
   rl . simd
 fi
 
+if [ "$netlib" = 1 ] && [ -z "${SKIP_SHAPES:-}" ]; then
+  echo "== GEMM per shape against OpenBLAS"
+  CGO_LDFLAGS=-lopenblas go test -tags netlib -run '^$' -bench 'Gemm/(fwdNT|bwdNN|dwTN)/' ./internal/simd |
+    awk '
+      /^BenchmarkGemm\// {
+        split($1, f, "/"); lvl = f[4]; key = f[2] "/" f[3] " " substr(f[5], 1, 2)
+        for (i = 1; i <= NF; i++) { if ($i == "%peak") p = $(i-1); if ($i == "openblas-%peak") o = $(i-1); if ($i == "x-openblas") x = $(i-1) }
+        rank = (lvl == "avx512") ? 2 : (lvl == "avx2") ? 1 : 0
+        if (!(key in best) || rank > best[key]) { best[key] = rank; row[key] = sprintf("%-24s %-3s %-7s %7.1f %12.1f %10.2fx", f[2] "/" f[3], substr(f[5], 1, 2), lvl, p, o, x) }
+        if (!(key in seen)) { seen[key] = 1; order[++n] = key }
+      }
+      END {
+        printf "%-24s %-3s %-7s %7s %12s %11s\n", "shape", "w", "level", "%peak", "openblas-%pk", "x-openblas"
+        for (i = 1; i <= n; i++) print row[order[i]]
+      }' >"$work/shapes"
+fi
+
 echo
 awk '
   { v[$1 " " $2] = v[$1 " " $2] " " $3; keys[$2] = 1; labels[$1] = 1 }
@@ -120,3 +141,8 @@ awk '
     }
     print "(simd/base: speed-up of the current kernels; ms and s/step are inverted so that >1 is faster)"
   }' "$work/results"
+if [ -s "$work/shapes" ]; then
+  echo
+  cat "$work/shapes"
+  echo "(%peak: share of this machine's measured FMA peak on w cores; OpenBLAS single-threaded per core, w=2 splits the rows of C in two)"
+fi

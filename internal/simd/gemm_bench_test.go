@@ -119,6 +119,11 @@ func BenchmarkPeak(b *testing.B) {
 // reached, the fraction of PeakGFLOPS(workers) (%peak, best hardware
 // level) and of the peak at the level that ran (%levelpeak), and gonum's
 // GFLOP/s on the same shape in the same run (with GOMAXPROCS = workers).
+// Built with -tags netlib (CGO_LDFLAGS=-lopenblas OPENBLAS_NUM_THREADS=1)
+// it also reports OpenBLAS's sgemm on the shape and worker count
+// (openblas-%peak, x-openblas): the reference for what the machine allows
+// beyond the FMA peak, which a kernel that feeds its FMAs from memory does
+// not reach.
 func BenchmarkGemm(b *testing.B) {
 	peak := map[int]float64{1: PeakGFLOPS(1), 2: PeakGFLOPS(2)}
 	for _, s := range benchShapes {
@@ -133,6 +138,7 @@ func BenchmarkGemm(b *testing.B) {
 		}
 		for _, w := range workers {
 			gonumGF := gonumRate(s, w, a, bm, c, lda, ldb, ldc)
+			blasGF := openblasRate(s, w, a, bm, c, lda, ldb, ldc)
 			for _, l := range levels() {
 				if l == Portable {
 					continue
@@ -157,6 +163,10 @@ func BenchmarkGemm(b *testing.B) {
 					b.ReportMetric(100*gf/peakGFLOPS(l, w), "%levelpeak")
 					b.ReportMetric(gonumGF, "gonum-GFLOP/s")
 					b.ReportMetric(gf/gonumGF, "x-gonum")
+					if blasGF > 0 {
+						b.ReportMetric(100*blasGF/peak[w], "openblas-%peak")
+						b.ReportMetric(gf/blasGF, "x-openblas")
+					}
 				})
 			}
 		}

@@ -1,0 +1,48 @@
+//go:build netlib
+
+package simd
+
+import (
+	"sync"
+	"time"
+
+	"gonum.org/v1/netlib/blas/netlib"
+)
+
+// openblasRate times OpenBLAS's sgemm (through cgo, built with -tags
+// netlib and OPENBLAS_NUM_THREADS=1) on the shape in GFLOP/s. With two
+// workers, two goroutines each compute half of the rows of C with a
+// single-threaded sgemm, the split this package's driver makes.
+func openblasRate(s benchShape, workers int, a, b, c []float32, lda, ldb, ldc int) float64 {
+	var impl netlib.Implementation
+	rows := func(i0, i1 int) {
+		if i1 <= i0 {
+			return
+		}
+		aoff := i0 * lda
+		if s.transA {
+			aoff = i0
+		}
+		impl.Sgemm(blasTrans(s.transA), blasTrans(s.transB), i1-i0, s.n, s.k, 1, a[aoff:], lda, b, ldb, s.beta, c[i0*ldc:], ldc)
+	}
+	call := func() {
+		if workers < 2 {
+			rows(0, s.m)
+			return
+		}
+		half := (s.m/2 + 15) &^ 15
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { rows(half, s.m); wg.Done() }()
+		rows(0, min(half, s.m))
+		wg.Wait()
+	}
+	call()
+	n := 0
+	t0 := time.Now()
+	for time.Since(t0) < 200*time.Millisecond {
+		call()
+		n++
+	}
+	return 2 * float64(s.m*s.n*s.k) * float64(n) / time.Since(t0).Seconds() / 1e9
+}
