@@ -102,7 +102,9 @@ func gonumRate(s benchShape, workers int, a, b, c []float32, lda, ldb, ldc int) 
 	return 2 * float64(s.m*s.n*s.k) * float64(n) / time.Since(t0).Seconds() / 1e9
 }
 
-// BenchmarkPeak reports PeakGFLOPS at each level for 1 and 2 threads.
+// BenchmarkPeak reports PeakGFLOPS at each level for 1 and 2 threads and,
+// at the levels with a GEMM micro-kernel, the rate of that kernel's
+// instruction mix alone (mixPeakGFLOPS) and its share of the FMA peak.
 func BenchmarkPeak(b *testing.B) {
 	for _, l := range levels() {
 		for _, th := range []int{1, 2} {
@@ -110,6 +112,10 @@ func BenchmarkPeak(b *testing.B) {
 				for b.Loop() {
 				}
 				b.ReportMetric(peakGFLOPS(l, th), "GFLOP/s")
+				if mix := mixPeakGFLOPS(l, th); mix > 0 {
+					b.ReportMetric(mix, "kernel-mix-GFLOP/s")
+					b.ReportMetric(100*mix/peakGFLOPS(l, th), "kernel-mix-%peak")
+				}
 			})
 		}
 	}
@@ -117,7 +123,8 @@ func BenchmarkPeak(b *testing.B) {
 
 // BenchmarkGemm reports, per shape, level and worker count, the GFLOP/s
 // reached, the fraction of PeakGFLOPS(workers) (%peak, best hardware
-// level) and of the peak at the level that ran (%levelpeak), and gonum's
+// level), of the peak at the level that ran (%levelpeak) and of the rate
+// of that level's micro-kernel instruction mix (%mixpeak), and gonum's
 // GFLOP/s on the same shape in the same run (with GOMAXPROCS = workers).
 // Built with -tags netlib (CGO_LDFLAGS=-lopenblas OPENBLAS_NUM_THREADS=1)
 // it also reports OpenBLAS's sgemm on the shape and worker count
@@ -161,6 +168,9 @@ func BenchmarkGemm(b *testing.B) {
 					b.ReportMetric(gf, "GFLOP/s")
 					b.ReportMetric(100*gf/peak[w], "%peak")
 					b.ReportMetric(100*gf/peakGFLOPS(l, w), "%levelpeak")
+					if mix := mixPeakGFLOPS(l, w); mix > 0 {
+						b.ReportMetric(100*gf/mix, "%mixpeak")
+					}
 					b.ReportMetric(gonumGF, "gonum-GFLOP/s")
 					b.ReportMetric(gf/gonumGF, "x-gonum")
 					if blasGF > 0 {

@@ -24,28 +24,52 @@ type peakLoop struct {
 // loop.
 var peakLoops = [AVX512 + 1]peakLoop{Portable: {run: peakGo, flops: 8 * 2}}
 
+// mixLoops holds, for the levels with a GEMM micro-kernel, a loop of that
+// kernel's instruction mix alone (its loads of B, broadcasts of A and
+// FMAs, on operands that stay in L1).
+var mixLoops [AVX512 + 1]peakLoop
+
 var peakCache struct {
 	mu sync.Mutex
-	m  map[[2]int]float64
+	m  map[[3]int]float64
 }
 
 // peakGFLOPS is PeakGFLOPS at level l (at most Hardware()).
 func peakGFLOPS(l Level, threads int) float64 {
-	threads = max(threads, 1)
 	l = min(l, Hardware())
 	loop := peakLoops[l]
 	if loop.run == nil {
 		loop = peakLoops[Portable]
 	}
+	return cachedPeak(0, l, threads, loop)
+}
+
+// mixPeakGFLOPS is the rate of the GEMM micro-kernel's instruction mix at
+// level l (at most Hardware()) on threads goroutines, in GFLOP/s: what a
+// kernel that feeds its FMAs from memory reaches here at best, below the
+// FMA peak by what the loads cost on this CPU. It is 0 at levels without
+// an assembly kernel. Kernel benchmarks report their share of it beside
+// their share of the FMA peak, which stays the reference.
+func mixPeakGFLOPS(l Level, threads int) float64 {
+	l = min(l, Hardware())
+	if mixLoops[l].run == nil {
+		return 0
+	}
+	return cachedPeak(1, l, threads, mixLoops[l])
+}
+
+// cachedPeak measures loop once per kind, level and thread count.
+func cachedPeak(kind int, l Level, threads int, loop peakLoop) float64 {
+	threads = max(threads, 1)
 	peakCache.mu.Lock()
 	defer peakCache.mu.Unlock()
-	key := [2]int{int(l), threads}
+	key := [3]int{kind, int(l), threads}
 	if r, ok := peakCache.m[key]; ok {
 		return r
 	}
 	r := measurePeak(loop, threads)
 	if peakCache.m == nil {
-		peakCache.m = make(map[[2]int]float64)
+		peakCache.m = make(map[[3]int]float64)
 	}
 	peakCache.m[key] = r
 	return r

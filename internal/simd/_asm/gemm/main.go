@@ -921,6 +921,57 @@ func body(s spec, f frame, mr int, wide bool) {
 func peak() {
 	peakLoop("peakFMA512", zregs[:24], Z30, Z31)
 	peakLoop("peakFMA256", yregs[:12], Y14, Y15)
+	mixLoop("peakMix512", spec{zmm: true, mr: 12, nv: 2, vl: 16})
+	mixLoop("peakMix256", spec{mr: 6, nv: 2, vl: 8})
+}
+
+// mixSteps is the number of k steps of a mixLoop iteration.
+const mixSteps = 64
+
+// mixLoop generates the micro-kernel's instruction mix alone: n
+// iterations of mixSteps k steps of an mr×nr tile (nv vector loads of B,
+// mr broadcasts of A, mr·nv FMAs a step, unrolled like the kernels), on a
+// packed A panel (mr floats a step) and B (nr floats a step) that stay in
+// L1. It is the rate a kernel that feeds its FMAs from memory can reach
+// on this CPU, without packing, edges, prefetching or the epilogue.
+func mixLoop(name string, s spec) {
+	TEXT(name, NOSPLIT, "func(n int, a, b *float32)")
+	Doc(fmt.Sprintf("%s runs n iterations of %d k steps of the %d×%d micro-kernel's loads and FMAs on L1-resident operands.", name, mixSteps, s.mr, s.nr()))
+	Load(Param("n"), RCX)
+	for r := 0; r < s.mr; r++ {
+		for v := 0; v < s.nv; v++ {
+			a := s.acc(r, v)
+			VXORPS(a, a, a)
+		}
+	}
+	TESTQ(RCX, RCX)
+	JLE(LabelRef(name + "_done"))
+	Label(name + "_outer")
+	Load(Param("a"), RSI)
+	Load(Param("b"), RDI)
+	MOVQ(U32(mixSteps/unroll), RDX)
+	Label(name + "_loop")
+	vbytes := 4 * s.vl
+	for u := 0; u < unroll; u++ {
+		for v := 0; v < s.nv; v++ {
+			VMOVUPS(Mem{Base: RDI, Disp: u*4*s.nr() + v*vbytes}, s.bvec(v))
+		}
+		for r := 0; r < s.mr; r++ {
+			VBROADCASTSS(Mem{Base: RSI, Disp: 4 * (u*s.mr + r)}, s.bcast(r))
+			for v := 0; v < s.nv; v++ {
+				VFMADD231PS(s.bvec(v), s.bcast(r), s.acc(r, v))
+			}
+		}
+	}
+	ADDQ(U32(4*unroll*s.mr), RSI)
+	ADDQ(U32(4*unroll*s.nr()), RDI)
+	DECQ(RDX)
+	JNZ(LabelRef(name + "_loop"))
+	DECQ(RCX)
+	JNZ(LabelRef(name + "_outer"))
+	Label(name + "_done")
+	VZEROUPPER()
+	RET()
 }
 
 func peakLoop(name string, accs []VecPhysical, x, y VecPhysical) {
