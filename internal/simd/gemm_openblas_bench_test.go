@@ -12,7 +12,8 @@ import (
 // openblasRate times OpenBLAS's sgemm (through cgo, built with -tags
 // netlib and OPENBLAS_NUM_THREADS=1) on the shape in GFLOP/s. With two
 // workers, two goroutines each compute half of the rows of C with a
-// single-threaded sgemm, the split this package's driver makes.
+// single-threaded sgemm (this package's driver may split a product by
+// columns instead; the comparison is of the two cores' throughput).
 func openblasRate(s benchShape, workers int, a, b, c []float32, lda, ldb, ldc int) float64 {
 	var impl netlib.Implementation
 	rows := func(i0, i1 int) {
