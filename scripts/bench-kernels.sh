@@ -57,6 +57,8 @@ bench() {
       /^BenchmarkSample\/batch64-/ { for (i = 1; i <= NF; i++) if ($i == "tok/s") print l, "sample64-tok/s", $(i-1) }
       /^BenchmarkScore/ { for (i = 1; i <= NF; i++) if ($i == "scored-tok/s") print l, "score-tok/s", $(i-1) }
       /^BenchmarkTrainStep/ { for (i = 1; i <= NF; i++) if ($i == "step-%peak") print l, "train-%peak", $(i-1) }
+      /^BenchmarkTrainStep-/ { for (i = 1; i <= NF; i++) if ($i == "gemm-in-step-%peak") print l, "gemm-in-step-%pk", $(i-1) }
+      /^BenchmarkTrainStep-/ { for (i = 1; i <= NF; i++) if ($i == "gemm-core-%") print l, "gemm-core-%", $(i-1) }
     ' >>"$work/results"
   unset CGO_LDFLAGS
 }
@@ -121,10 +123,10 @@ awk '
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
   END {
-    split("train-ms/step train-%peak sample1-tok/s sample64-tok/s score-tok/s rl-s/step", order, " ")
+    norder = split("train-ms/step train-%peak gemm-in-step-%pk gemm-core-% sample1-tok/s sample64-tok/s score-tok/s rl-s/step", order, " ")
     split("base simd base-openblas simd-openblas torch", cols, " ")
     printf "%-16s", "metric"; for (c = 1; c <= 5; c++) if (cols[c] in labels) printf " %14s", cols[c]; printf " %12s\n", "simd/base"
-    for (o = 1; o <= 6; o++) {
+    for (o = 1; o <= norder; o++) {
       k = order[o]; if (!(k in keys)) continue
       printf "%-16s", k
       for (c = 1; c <= 5; c++) if (cols[c] in labels) {

@@ -64,6 +64,11 @@ func trainBatch(cfg Config, batch, seq int) Batch {
 //	              FMA peak on GOMAXPROCS threads (simd.PeakGFLOPS)
 //	gemm-%peak    the replayed GEMMs' rate as a share of the same peak
 //	gemm-%        step-GFLOP/s as a percentage of the replayed GEMMs' rate
+//	gemm-in-step-%peak  the GEMMs' rate inside the step, per core they
+//	              occupy, as a share of the per-core peak
+//	gemm-core-%   the share of the step's core time (time × GOMAXPROCS)
+//	              spent in GEMMs; step-%peak is, to timing noise, the
+//	              product of the two (see gemmsInStep)
 //	maxrss-MiB    peak resident memory of the process (getrusage)
 //
 // scripts/bench-kernels.sh runs it beside the gonum-backed kernels this
@@ -95,12 +100,49 @@ func BenchmarkTrainStep(b *testing.B) {
 	b.StopTimer()
 
 	gemmTime := replayGemms(calls, b.N)
+	inStep, coreShare := gemmsInStep(step, b.N, flops, peak)
+	b.ReportMetric(inStep, "gemm-in-step-%peak")
+	b.ReportMetric(coreShare, "gemm-core-%")
 	b.ReportMetric(flops/stepTime/1e9, "step-GFLOP/s")
 	b.ReportMetric(100*flops/stepTime/1e9/peak, "step-%peak")
 	b.ReportMetric(100*flops/gemmTime/1e9/peak, "gemm-%peak")
 	b.ReportMetric(100*gemmTime/stepTime, "gemm-%")
 	b.ReportMetric(stepTime*1e3, "ms/step")
 	b.ReportMetric(maxRSSMiB(), "maxrss-MiB")
+}
+
+// gemmsInStep runs step reps more times with every GEMM timed and splits
+// the step's share of peak in two: the rate of its GEMMs where they run,
+// and the share of the step's core time they take. A parallel product
+// occupies all GOMAXPROCS cores for its duration (a small one runs on one
+// and leaves the others idle, which counts against it); a serial one, run
+// inside a parallel section (attention), occupies one. Comparing the
+// first figure with BenchmarkGemm's on the same shapes shows what the
+// products lose to the step around them (operands and C not in cache),
+// the second what the step spends outside them.
+func gemmsInStep(step func(), reps int, flops, peak float64) (inStepPct, corePct float64) {
+	procs := runtime.GOMAXPROCS(0)
+	var mu sync.Mutex
+	var coreSec float64
+	gemmTimer = func(parallel bool, _ float64, d time.Duration) {
+		occupied := 1
+		if parallel {
+			occupied = procs
+		}
+		mu.Lock()
+		coreSec += d.Seconds() * float64(occupied)
+		mu.Unlock()
+	}
+	start := time.Now()
+	for range reps {
+		step()
+	}
+	elapsed := time.Since(start).Seconds()
+	gemmTimer = nil
+	perCore := peak / float64(procs)
+	inStepPct = 100 * flops * float64(reps) / coreSec / 1e9 / perCore
+	corePct = 100 * coreSec / (elapsed * float64(procs))
+	return inStepPct, corePct
 }
 
 // replayGemms runs the recorded GEMMs back to back on buffers of the right
