@@ -92,10 +92,16 @@ func gonumRate(s benchShape, workers int, a, b, c []float32, lda, ldb, ldc int) 
 	call := func() {
 		impl.Sgemm(blasTrans(s.transA), blasTrans(s.transB), s.m, s.n, s.k, 1, a, lda, b, ldb, s.beta, c, ldc)
 	}
+	return shapeRate(s, call, 100*time.Millisecond)
+}
+
+// shapeRate calls call once to warm up, then repeatedly for about d, and
+// returns the rate of the shape's product in GFLOP/s.
+func shapeRate(s benchShape, call func(), d time.Duration) float64 {
 	call()
 	n := 0
 	t0 := time.Now()
-	for time.Since(t0) < 100*time.Millisecond {
+	for time.Since(t0) < d {
 		call()
 		n++
 	}

@@ -38,12 +38,5 @@ func openblasRate(s benchShape, workers int, a, b, c []float32, lda, ldb, ldc in
 		rows(0, min(half, s.m))
 		wg.Wait()
 	}
-	call()
-	n := 0
-	t0 := time.Now()
-	for time.Since(t0) < 200*time.Millisecond {
-		call()
-		n++
-	}
-	return 2 * float64(s.m*s.n*s.k) * float64(n) / time.Since(t0).Seconds() / 1e9
+	return shapeRate(s, call, 200*time.Millisecond)
 }

@@ -124,7 +124,7 @@ func gemmsInStep(step func(), reps int, flops, peak float64) (inStepPct, corePct
 	procs := runtime.GOMAXPROCS(0)
 	var mu sync.Mutex
 	var coreSec float64
-	gemmTimer = func(parallel bool, _ float64, d time.Duration) {
+	gemmTimer = func(parallel bool, d time.Duration) {
 		occupied := 1
 		if parallel {
 			occupied = procs

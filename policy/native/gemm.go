@@ -51,16 +51,15 @@ func gemm(parallel, transA, transB bool, m, n, k int, alpha float32, a []float32
 	if gemmTimer != nil {
 		start := time.Now()
 		runGemm(parallel, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-		gemmTimer(parallel, 2*float64(m)*float64(n)*float64(k), time.Since(start))
+		gemmTimer(parallel, time.Since(start))
 		return
 	}
 	runGemm(parallel, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// gemmTimer, when set (by benchmarks), is told the FLOPs and duration of
-// every GEMM after it ran. It may be called from several goroutines at
-// once.
-var gemmTimer func(parallel bool, flops float64, d time.Duration)
+// gemmTimer, when set (by benchmarks), is told the duration of every GEMM
+// after it ran. It may be called from several goroutines at once.
+var gemmTimer func(parallel bool, d time.Duration)
 
 // runGemm is gemm without the benchmark hooks.
 func runGemm(parallel, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {

@@ -94,8 +94,6 @@ type ckptMeta struct {
 	Created    time.Time `json:"created"`
 }
 
-// readMeta reads the metaFile of dir; a missing checkpoint is an error
-// that wraps fs.ErrNotExist.
 // savedWeights parses a tinker://…/weights/… path and reads its
 // checkpoint's description: 404 when there is none.
 func (s *Server) savedWeights(raw string) (tinkerPath, ckptMeta, error) {
@@ -113,6 +111,8 @@ func (s *Server) savedWeights(raw string) (tinkerPath, ckptMeta, error) {
 	return p, meta, nil
 }
 
+// readMeta reads the metaFile of dir; a missing checkpoint is an error
+// that wraps fs.ErrNotExist.
 func readMeta(dir string) (ckptMeta, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, metaFile))
 	if err != nil {
