@@ -75,23 +75,30 @@ func cachedPeak(kind int, l Level, threads int, loop peakLoop) float64 {
 	return r
 }
 
-// peakReps is how many timed runs measurePeak takes the best of.
-const peakReps = 8
+// measurePeak takes the best of peakReps timed runs of about peakRun
+// each. A reference measured low (a neighbour on a shared host, a
+// frequency dip) would inflate every share of it, so the runs are short
+// and many: on a 2-vCPU AMD EPYC (Zen 4) VM, twelve measurements of 8 runs
+// of 25 ms read 210–225 GFLOP/s on two threads and 106–110 on one; of 100
+// runs of 2 ms, 223–230 and 110–117. Runs of 2 ms are about as long as
+// the calls of the train step's larger products, whose median a GEMM
+// benchmark reports against it.
+const (
+	peakReps = 100
+	peakRun  = 2 * time.Millisecond
+)
 
 func measurePeak(loop peakLoop, threads int) float64 {
-	// Iterations for about 25 ms per run.
-	n := 1 << 12
+	n := 1 << 10
 	for {
 		t0 := time.Now()
 		loop.run(n)
-		if d := time.Since(t0); d > 2*time.Millisecond {
-			n = int(float64(n) * float64(25*time.Millisecond) / float64(d))
+		if d := time.Since(t0); d > peakRun/4 {
+			n = int(float64(n) * float64(peakRun) / float64(d))
 			break
 		}
 		n *= 4
 	}
-	// The best of peakReps runs: a reference measured low (a neighbour on
-	// a shared host, a frequency dip) would inflate every share of it.
 	best := 0.0
 	for rep := 0; rep < peakReps; rep++ {
 		var ready, done sync.WaitGroup
