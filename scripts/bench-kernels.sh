@@ -28,7 +28,7 @@ ROUNDS=${ROUNDS:-3}
 BENCHTIME=${BENCHTIME:-10x}
 RL_STEPS=${RL_STEPS:-8}
 PYTHON=${PYTHON:-/usr/bin/python3}
-BENCH='TrainStep$|Sample$|Score$'
+BENCH='^Benchmark(TrainStep|Sample|Score)$'
 
 work=$(mktemp -d)
 base="$work/base"
@@ -57,6 +57,8 @@ bench() {
       /^BenchmarkSample\/batch64-/ { for (i = 1; i <= NF; i++) if ($i == "tok/s") print l, "sample64-tok/s", $(i-1) }
       /^BenchmarkScore/ { for (i = 1; i <= NF; i++) if ($i == "scored-tok/s") print l, "score-tok/s", $(i-1) }
       /^BenchmarkTrainStep/ { for (i = 1; i <= NF; i++) if ($i == "step-%peak") print l, "train-%peak", $(i-1) }
+      /^BenchmarkTrainStep/ { for (i = 1; i <= NF; i++) if ($i == "med-ms/step") print l, "train-med-ms", $(i-1) }
+      /^BenchmarkTrainStep/ { for (i = 1; i <= NF; i++) if ($i == "med-step-%peak") print l, "train-med-%peak", $(i-1) }
       /^BenchmarkTrainStep-/ { for (i = 1; i <= NF; i++) if ($i == "gemm-in-step-%peak") print l, "gemm-in-step-%pk", $(i-1) }
       /^BenchmarkTrainStep-/ { for (i = 1; i <= NF; i++) if ($i == "gemm-core-%") print l, "gemm-core-%", $(i-1) }
     ' >>"$work/results"
@@ -103,13 +105,13 @@ if [ "$netlib" = 1 ] && [ -z "${SKIP_SHAPES:-}" ]; then
     awk '
       /^BenchmarkGemm\// {
         split($1, f, "/"); lvl = f[4]; key = f[2] "/" f[3] " " substr(f[5], 1, 2)
-        for (i = 1; i <= NF; i++) { if ($i == "%peak") p = $(i-1); if ($i == "openblas-%peak") o = $(i-1); if ($i == "x-openblas") x = $(i-1) }
+        for (i = 1; i <= NF; i++) { if ($i == "%peak") p = $(i-1); if ($i == "med-%peak") md = $(i-1); if ($i == "openblas-%peak") o = $(i-1); if ($i == "x-openblas") x = $(i-1) }
         rank = (lvl == "avx512") ? 2 : (lvl == "avx2") ? 1 : 0
-        if (!(key in best) || rank > best[key]) { best[key] = rank; row[key] = sprintf("%-24s %-3s %-7s %7.1f %12.1f %10.2fx", f[2] "/" f[3], substr(f[5], 1, 2), lvl, p, o, x) }
+        if (!(key in best) || rank > best[key]) { best[key] = rank; row[key] = sprintf("%-24s %-3s %-7s %7.1f %9.1f %12.1f %10.2fx", f[2] "/" f[3], substr(f[5], 1, 2), lvl, p, md, o, x) }
         if (!(key in seen)) { seen[key] = 1; order[++n] = key }
       }
       END {
-        printf "%-24s %-3s %-7s %7s %12s %11s\n", "shape", "w", "level", "%peak", "openblas-%pk", "x-openblas"
+        printf "%-24s %-3s %-7s %7s %9s %12s %11s\n", "shape", "w", "level", "%peak", "med-%peak", "openblas-%pk", "x-openblas"
         for (i = 1; i <= n; i++) print row[order[i]]
       }' >"$work/shapes"
 fi
@@ -123,7 +125,7 @@ awk '
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
   END {
-    norder = split("train-ms/step train-%peak gemm-in-step-%pk gemm-core-% sample1-tok/s sample64-tok/s score-tok/s rl-s/step", order, " ")
+    norder = split("train-ms/step train-%peak train-med-ms train-med-%peak gemm-in-step-%pk gemm-core-% sample1-tok/s sample64-tok/s score-tok/s rl-s/step", order, " ")
     split("base simd base-openblas simd-openblas torch", cols, " ")
     printf "%-16s", "metric"; for (c = 1; c <= 5; c++) if (cols[c] in labels) printf " %14s", cols[c]; printf " %12s\n", "simd/base"
     for (o = 1; o <= norder; o++) {
@@ -146,5 +148,6 @@ awk '
 if [ -s "$work/shapes" ]; then
   echo
   cat "$work/shapes"
-  echo "(%peak: share of this machine's measured FMA peak on w cores; OpenBLAS single-threaded per core, w=2 splits the rows of C in two)"
+  echo "(%peak: share of this machine's measured FMA peak on w cores over all calls; med-%peak: at the median call;"
+  echo " openblas-%pk at its median call, x-openblas median against median; OpenBLAS single-threaded per core, w=2 splits the rows of C in two)"
 fi

@@ -10,7 +10,8 @@ import (
 )
 
 // openblasRate times OpenBLAS's sgemm (through cgo, built with -tags
-// netlib and OPENBLAS_NUM_THREADS=1) on the shape in GFLOP/s. With two
+// netlib and OPENBLAS_NUM_THREADS=1) on the shape in GFLOP/s, at its
+// median call (shapeRate). With two
 // workers, two goroutines each compute half of the rows of C with a
 // single-threaded sgemm (this package's driver may split a product by
 // columns instead; the comparison is of the two cores' throughput).
