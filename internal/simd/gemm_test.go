@@ -197,6 +197,40 @@ func TestGemmLarge(t *testing.T) {
 	}
 }
 
+// TestGemmPrefetchC covers the products whose tiles prefetch their C (a
+// short k into a C larger than L2), in every form, with edges, at every
+// level, against the reference; and checks that those shapes, and only
+// those, take that path.
+func TestGemmPrefetchC(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	shapes := [][3]int{{1030, 300, 200}, {700, 405, 77}, {2048, 131, 1}, {513, 640, 256}}
+	for _, s := range shapes {
+		g := gemmOp{kern: kernelFor(Current()), m: s[0], n: s[1], k: s[2]}
+		g.plan(1)
+		if !g.prefetchC {
+			t.Fatalf("%v: no C prefetch planned", s)
+		}
+	}
+	for _, s := range [][3]int{{1030, 300, 257}, {96, 704, 128}} {
+		g := gemmOp{kern: kernelFor(Current()), m: s[0], n: s[1], k: s[2]}
+		g.plan(1)
+		if g.prefetchC {
+			t.Fatalf("%v: C prefetch planned", s)
+		}
+	}
+	for _, l := range levels() {
+		atLevel(l, func() {
+			for i, s := range shapes {
+				f := forms[i%4]
+				beta := []float32{0, 0.5}[i%2]
+				g := newCase(rng, f[0], f[1], s[0], s[1], s[2], 1.5, beta, 3)
+				g.check(t, l.String(), g.gemm(1))
+				g.check(t, l.String()+" 2 workers", g.gemm(2))
+			}
+		})
+	}
+}
+
 // TestGemmBeta0NaN checks that beta == 0 overwrites C without reading it,
 // and that alpha == 0 does not read A or B.
 func TestGemmBeta0NaN(t *testing.T) {

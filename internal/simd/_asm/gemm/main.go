@@ -58,6 +58,8 @@ const (
 	flagPartial = 2 // store the raw sums to acc instead of finishing C
 	flagBeta0   = 4 // beta == 0: write C without reading it
 	flagRows    = 8 // A element (r, p) at a[r*astride+p], else a[r+p*astride]
+	// prefetch the tile's C before the k loop (a last piece only)
+	flagPrefetchC = 16
 )
 
 // spec is one micro-kernel family: mr rows of nv vectors of vl lanes.
@@ -599,6 +601,26 @@ func body(s spec, f frame, mr int, wide bool) {
 		}
 	}
 	Label(l("init"))
+	// With flagPrefetchC (the last piece of a short k, into a C larger
+	// than L2), prefetch the tile's lines of C before the k loop, so that
+	// their misses overlap it instead of stalling the stores after it. A
+	// row of the tile spans p.nv vectors, and one more line if it is not
+	// aligned: its last float is prefetched too.
+	TESTQ(U32(flagPrefetchC), R11)
+	JZ(LabelRef(l("nopfc")))
+	MOVQ(f.c, aPtr)
+	Load(Param("ldc"), aStride)
+	SHLQ(U8(2), aStride)
+	for r := 0; r < mr; r++ {
+		for off := 0; off < p.nv*vbytes; off += 64 {
+			PREFETCHT0(Mem{Base: aPtr, Disp: off})
+		}
+		PREFETCHT0(Mem{Base: aPtr, Disp: p.nv*vbytes - 4})
+		if r < mr-1 {
+			ADDQ(aStride, aPtr)
+		}
+	}
+	Label(l("nopfc"))
 
 	Load(Param("k"), kLeft)
 	MOVQ(f.b, bPtr)
