@@ -49,7 +49,7 @@ const (
 // one core, medians of 9 rounds, an NT product 2048×704×128 ran at 73–77%
 // of the FMA peak with C beyond L2 and at 93–99% with C in L2 (m = 96).
 // Prefetching the tile's lines of C before its k loop brought the first to
-// 77–89%. With a longer k or a C that fits L2 the prefetch only displaces
+// 77–90%. With a longer k or a C that fits L2 the prefetch only displaces
 // operands: NN products with k = 384–704 and C = 1 MiB lost 3–10 points.
 // So the kernels prefetch C for products with k ≤ prefetchCMaxK into a C
 // of more than prefetchCMinBytes.
