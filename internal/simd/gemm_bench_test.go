@@ -150,17 +150,18 @@ func BenchmarkPeak(b *testing.B) {
 // hardware level), of the peak at the level that ran (%levelpeak) and of
 // the rate of that level's micro-kernel instruction mix (%mixpeak). It
 // also reports the rate at the median call's duration (med-GFLOP/s,
-// med-%peak): on a shared virtual machine a few calls in a hundred take
-// several times longer than the rest, which the mean counts and the
-// median does not (the peak references, the best of 100 runs of 2 ms,
-// leave such interruptions out too). gonum's Sgemm runs on the same shape
-// in the same run (with GOMAXPROCS = workers), timed the same way
-// (gonum-GFLOP/s, x-gonum: median against median). Built with -tags
-// netlib (CGO_LDFLAGS=-lopenblas OPENBLAS_NUM_THREADS=1) it also reports
+// med-%peak, timed by shapeRate after the loop, as the references are):
+// on a shared virtual machine a few calls in a hundred take several times
+// longer than the rest, which the mean counts and the median does not
+// (the peak references, the best of 100 runs of 2 ms, leave such
+// interruptions out too). gonum's Sgemm runs on the same shape in the same
+// run (with GOMAXPROCS = workers), timed the same way (gonum-GFLOP/s,
+// x-gonum: median against median). Built with -tags netlib
+// (CGO_LDFLAGS=-lopenblas OPENBLAS_NUM_THREADS=1) it also reports
 // OpenBLAS's sgemm on the shape and worker count (openblas-%peak at its
-// median call, x-openblas: median against median): the reference for
-// what the machine allows beyond the FMA peak, which a kernel that feeds
-// its FMAs from memory does not reach.
+// median call, x-openblas: median against median): the reference for what
+// the machine allows beyond the FMA peak, which a kernel that feeds its
+// FMAs from memory does not reach.
 func BenchmarkGemm(b *testing.B) {
 	peak := map[int]float64{1: PeakGFLOPS(1), 2: PeakGFLOPS(2)}
 	for _, s := range benchShapes {
@@ -190,15 +191,13 @@ func BenchmarkGemm(b *testing.B) {
 						}
 					}
 					call()
-					var times []time.Duration
 					b.ResetTimer()
 					for b.Loop() {
-						c0 := time.Now()
 						call()
-						times = append(times, time.Since(c0))
 					}
 					gf := 2 * float64(s.m*s.n*s.k) * float64(b.N) / b.Elapsed().Seconds() / 1e9
-					med := medianRate(s, times)
+					b.StopTimer()
+					med := shapeRate(s, call, 100*time.Millisecond)
 					b.ReportMetric(gf, "GFLOP/s")
 					b.ReportMetric(100*gf/peak[w], "%peak")
 					b.ReportMetric(100*gf/peakGFLOPS(l, w), "%levelpeak")

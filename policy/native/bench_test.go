@@ -94,9 +94,9 @@ func BenchmarkTrainStep(b *testing.B) {
 		flops += c.flops()
 	}
 	peak := simd.PeakGFLOPS(runtime.GOMAXPROCS(0))
+	times := make([]time.Duration, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
-	times := make([]time.Duration, b.N)
 	start := time.Now()
 	for i := range b.N {
 		t0 := time.Now()
