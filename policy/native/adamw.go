@@ -3,8 +3,9 @@ package native
 import (
 	"errors"
 	"fmt"
-	"github.com/agentrl/agentrl/internal/simd"
 	"math"
+
+	"github.com/agentrl/agentrl/internal/simd"
 )
 
 // AdamW is Adam with decoupled weight decay (Loshchilov & Hutter), applied
@@ -27,10 +28,11 @@ type AdamW struct {
 // made, otherwise all.
 func NewAdamW(m *Model, beta1, beta2, eps, weightDecay float32) *AdamW {
 	n := m.NumTrainable()
-	return &AdamW{
+	opt := &AdamW{
 		Beta1: beta1, Beta2: beta2, Eps: eps, WeightDecay: weightDecay,
-		m: make([]float32, n), v: make([]float32, n),
 	}
+	opt.m, opt.v = residentPair(n)
+	return opt
 }
 
 // Steps returns the number of updates applied so far.

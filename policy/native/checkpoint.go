@@ -159,7 +159,8 @@ func decodeOptimizer(m *Model, raw []byte) (*AdamW, error) {
 		return nil, fmt.Errorf("native: checkpoint: %s: %w", OptimizerFile, err)
 	}
 	_, _, ts := m.trainable()
-	opt := &AdamW{m: make([]float32, m.NumTrainable()), v: make([]float32, m.NumTrainable())}
+	opt := &AdamW{}
+	opt.m, opt.v = residentPair(m.NumTrainable())
 	var mt, vt []NamedTensor
 	for _, t := range tensors {
 		if strings.HasPrefix(t.Name, "exp_avg_sq.") {

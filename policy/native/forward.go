@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentrl/agentrl/internal/hugemem"
 	"github.com/agentrl/agentrl/internal/simd"
 )
 
@@ -107,42 +108,83 @@ type trainWorkspace struct {
 	loraDU []float32
 }
 
-func growLayers(s [][]float32, layers, n int) [][]float32 {
+// layerBufs returns s with one entry per layer.
+func layerBufs(s [][]float32, layers int) [][]float32 {
 	if len(s) != layers {
 		s = make([][]float32, layers)
-	}
-	for i := range s {
-		s[i] = grow(s[i], n)
 	}
 	return s
 }
 
-// ensure sizes the workspace for n packed tokens and m selected positions.
-func (w *trainWorkspace) ensure(m *Model, n, sel, nseq int) {
+// sizedBuf is a workspace buffer and the length a batch needs of it.
+type sizedBuf struct {
+	p *[]float32
+	n int
+}
+
+// ensure sizes the workspace for n packed tokens and m selected positions,
+// with the adapters' saved activations if lo is not nil.
+//
+// The float32 buffers are carved from one slab on transparent huge pages
+// (package hugemem): the step reads and writes them all, and one slab
+// costs one huge-page alignment instead of one per buffer. When any buffer
+// is too small for the batch, the whole slab is replaced by one sized for
+// it with 25% headroom per buffer; contents are not preserved.
+func (w *trainWorkspace) ensure(m *Model, n, sel, nseq int, lo *LoRA) {
 	d, qd, _, qkv, f, v := m.dims()
 	L, h := m.cfg.Layers, m.cfg.Heads
-	w.xs = growLayers(w.xs, L+1, n*d)
-	w.xmid = growLayers(w.xmid, L, n*d)
-	w.xn1 = growLayers(w.xn1, L, n*d)
-	w.xn2 = growLayers(w.xn2, L, n*d)
-	w.rstd1 = growLayers(w.rstd1, L, n)
-	w.rstd2 = growLayers(w.rstd2, L, n)
-	w.qkv = growLayers(w.qkv, L, n*qkv)
-	w.att = growLayers(w.att, L, n*qd)
-	w.lse = growLayers(w.lse, L, n*h)
-	w.gu = growLayers(w.gu, L, n*2*f)
-	w.act = growLayers(w.act, L, n*f)
-	w.xf = grow(w.xf, n*d)
-	w.rstdF = grow(w.rstdF, n)
-	w.hsel = grow(w.hsel, sel*d)
-	w.logits = grow(w.logits, sel*v)
-	w.hlse = grow(w.hlse, sel)
-	w.logp = grow(w.logp, sel)
-	w.ent = grow(w.ent, sel)
-	w.val = grow(w.val, sel)
-	w.outLogp = grow(w.outLogp, n)
-	w.outEnt = grow(w.outEnt, n)
-	w.outVal = grow(w.outVal, n)
+	w.xs = layerBufs(w.xs, L+1)
+	for _, s := range []*[][]float32{&w.xmid, &w.xn1, &w.xn2, &w.rstd1, &w.rstd2, &w.qkv, &w.att, &w.lse, &w.gu, &w.act} {
+		*s = layerBufs(*s, L)
+	}
+	bufs := make([]sizedBuf, 0, 11*L+32)
+	add := func(p *[]float32, size int) { bufs = append(bufs, sizedBuf{p, size}) }
+	for l := range L + 1 {
+		add(&w.xs[l], n*d)
+	}
+	for l := range L {
+		add(&w.xmid[l], n*d)
+		add(&w.xn1[l], n*d)
+		add(&w.xn2[l], n*d)
+		add(&w.rstd1[l], n)
+		add(&w.rstd2[l], n)
+		add(&w.qkv[l], n*qkv)
+		add(&w.att[l], n*qd)
+		add(&w.lse[l], n*h)
+		add(&w.gu[l], n*2*f)
+		add(&w.act[l], n*f)
+	}
+	add(&w.xf, n*d)
+	add(&w.rstdF, n)
+	add(&w.hsel, sel*d)
+	add(&w.logits, sel*v)
+	for _, p := range []*[]float32{&w.hlse, &w.logp, &w.ent, &w.val, &w.dlogp, &w.dent, &w.dval} {
+		add(p, sel)
+	}
+	for _, p := range []*[]float32{&w.outLogp, &w.outEnt, &w.outVal} {
+		add(p, n)
+	}
+	// Backward's buffers.
+	add(&w.dx, n*d)
+	add(&w.dtmp, n*d)
+	add(&w.dqkv, n*qkv)
+	add(&w.datt, n*qd)
+	add(&w.dgu, n*2*f)
+	add(&w.dact, n*f)
+	add(&w.dhsel, sel*d)
+	if lo != nil {
+		if len(w.loraU) != L {
+			w.loraU = make([][numGroups][]float32, L)
+		}
+		for l := range w.loraU {
+			for g := range numGroups {
+				add(&w.loraU[l][g], n*lo.groupWidth(g))
+			}
+		}
+		add(&w.loraDU, n*lo.maxGroupWidth())
+	}
+	carveWorkspace(bufs)
+
 	w.tok = growInt32(w.tok, n)
 	w.pos = growInt32(w.pos, n)
 	w.selRow = growInt32(w.selRow, sel)
@@ -157,15 +199,31 @@ func (w *trainWorkspace) ensure(m *Model, n, sel, nseq int) {
 	w.hdrLogp, w.hdrEnt, w.hdrVal = w.hdrLogp[:nseq], w.hdrEnt[:nseq], w.hdrVal[:nseq]
 }
 
-// ensureLoRA sizes the adapters' saved activations for n packed tokens.
-func (w *trainWorkspace) ensureLoRA(lo *LoRA, layers, n int) {
-	if len(w.loraU) != layers {
-		w.loraU = make([][numGroups][]float32, layers)
+// carveWorkspace gives each buffer its length, reslicing them all if every
+// one has the capacity, or else carving them all afresh from one slab.
+// Each buffer's capacity is its length plus 25%, rounded up to a 64-byte
+// line, and capped so that appending cannot reach the next buffer.
+func carveWorkspace(bufs []sizedBuf) {
+	fits := true
+	for _, b := range bufs {
+		fits = fits && cap(*b.p) >= b.n
 	}
-	for l := range w.loraU {
-		for g := range numGroups {
-			w.loraU[l][g] = grow(w.loraU[l][g], n*lo.groupWidth(g))
+	if fits {
+		for _, b := range bufs {
+			*b.p = (*b.p)[:b.n]
 		}
+		return
+	}
+	const line = 16 // floats per 64-byte cache line
+	room := func(n int) int { return (n + n/4 + line - 1) / line * line }
+	total := 0
+	for _, b := range bufs {
+		total += room(b.n)
+	}
+	slab := hugemem.Floats(total, 0)
+	for _, b := range bufs {
+		c := room(b.n)
+		*b.p, slab = slab[:b.n:c], slab[c:]
 	}
 }
 
@@ -180,7 +238,9 @@ func (b *Batch) prefixOf(i int) int {
 // WorkspaceBytes estimates the memory Forward and Backward keep for a batch
 // of the given number of packed tokens (prefixes included) and selected
 // positions, for sizing micro-batches. Buffers are kept at their largest size
-// once grown.
+// once grown, with 25% headroom each; on huge pages (package hugemem) the Go
+// heap counts up to 2·hugemem.PageBytes more, of which at most one huge
+// page is ever touched.
 func (m *Model) WorkspaceBytes(tokens, selected int) int64 {
 	d, qd, _, qkv, f, v := m.dims()
 	L, h := m.cfg.Layers, m.cfg.Heads
@@ -290,11 +350,8 @@ func (m *Model) forward(ctx context.Context, b Batch, lo *LoRA) (*Outputs, error
 	if err != nil {
 		return nil, err
 	}
-	w.ensure(m, n, sel, len(b.Tokens))
+	w.ensure(m, n, sel, len(b.Tokens), lo)
 	w.lora = lo != nil
-	if lo != nil {
-		w.ensureLoRA(lo, m.cfg.Layers, n)
-	}
 	w.n, w.m, w.nseq = n, sel, len(b.Tokens)
 	// Pack: shared prefixes first, then the sequences.
 	w.seg.Start = append(w.seg.Start[:0], 0)

@@ -150,8 +150,7 @@ func newZero(cfg Config) (*Model, error) {
 	}
 	last := m.tensors[len(m.tensors)-1]
 	n := last.Offset + last.Size
-	m.params = make([]float32, n)
-	m.grads = make([]float32, n)
+	m.params, m.grads = residentPair(n)
 	m.p = m.views(m.params)
 	m.g = m.views(m.grads)
 	m.buildRoPE()

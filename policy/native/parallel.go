@@ -3,6 +3,7 @@ package native
 import (
 	"runtime"
 
+	"github.com/agentrl/agentrl/internal/hugemem"
 	"github.com/agentrl/agentrl/internal/simd"
 )
 
@@ -53,6 +54,14 @@ func grow(s []float32, n int) []float32 {
 		return s[:n]
 	}
 	return make([]float32, n, n+n/4)
+}
+
+// residentPair returns two zeroed buffers of n floats that live as long as
+// the model (weights and gradients, or the two AdamW moments), carved from
+// one allocation on transparent huge pages (package hugemem).
+func residentPair(n int) (a, b []float32) {
+	s := hugemem.Floats(2*n, 0)
+	return s[:n:n], s[n : 2*n : 2*n]
 }
 
 // growInt32 is grow for []int32.
