@@ -19,7 +19,9 @@
 #   SKIP_RL=1 SKIP_NETLIB=1 scripts/bench-kernels.sh
 #
 # Environment: BASE, ROUNDS (3), BENCHTIME (10x), RL_STEPS (8), SKIP_GO,
-# SKIP_RL, SKIP_NETLIB, SKIP_TORCH, SKIP_SHAPES, PYTHON (/usr/bin/python3).
+# SKIP_RL, SKIP_NETLIB, SKIP_TORCH, SKIP_SHAPES, PYTHON (/usr/bin/python3),
+# OPENBLAS_CORETYPE (default: OpenBLAS's own choice, unless that is its
+# generic fallback; see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +43,27 @@ if [ -n "${SKIP_NETLIB:-}" ] || ! ldconfig -p 2>/dev/null | grep -q libopenblas;
   netlib=0
 fi
 export OPENBLAS_NUM_THREADS=1
+
+# Debian's OpenBLAS (0.3.21) does not know every CPU; on one it does not
+# know it falls back to its generic "Prescott" (SSE3) kernels, which made
+# it 3-9x slower than its own AVX-512 kernels on an Emerald Rapids VM.
+# Then the comparison would be with the wrong library, so pick the newest
+# kernels the CPU runs (PyTorch loads the same library and gets the same
+# choice). OPENBLAS_CORETYPE set by the caller is kept.
+if [ -z "${OPENBLAS_CORETYPE:-}" ] && command -v "$PYTHON" >/dev/null 2>&1; then
+  core=$(OPENBLAS_VERBOSE=2 "$PYTHON" -c 'import ctypes; ctypes.CDLL("libopenblas.so.0")' 2>&1 | sed -n 's/^Core: //p' | head -1)
+  cpuflags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+  if [ "$core" = Prescott ]; then
+    case " $cpuflags " in
+      *" avx512_bf16 "*) export OPENBLAS_CORETYPE=Cooperlake ;;
+      *" avx512f "*) export OPENBLAS_CORETYPE=SkylakeX ;;
+      *" avx2 "*) export OPENBLAS_CORETYPE=Haswell ;;
+    esac
+  fi
+  if [ -n "$core" ]; then
+    echo "== OpenBLAS kernels: ${OPENBLAS_CORETYPE:-$core}${OPENBLAS_CORETYPE:+ (set by OPENBLAS_CORETYPE; OpenBLAS chose $core for this CPU)}"
+  fi
+fi
 
 # bench DIR LABEL [TAGS]: appends "LABEL metric value" lines to $work/results.
 bench() {
