@@ -58,7 +58,7 @@ func TestTrainingHugePagesIdentical(t *testing.T) {
 // see the same host load. It reports each one's median step and the share
 // of pairs in which the huge-page model was the faster.
 func BenchmarkTrainStepHugePages(b *testing.B) {
-	if !hugemem.SetEnabled(true) {
+	if !hugemem.Enabled() {
 		b.Skip("huge pages are not offered here (not Linux, or AGENTRL_HUGEPAGES=off)")
 	}
 	cfg := benchConfig()
