@@ -1,7 +1,6 @@
 package native
 
 import (
-	"context"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -26,24 +25,8 @@ func TestTrainingHugePagesIdentical(t *testing.T) {
 		}
 		opt := NewAdamW(m, 0.9, 0.95, 1e-8, 0.1)
 		rng := rand.New(rand.NewPCG(6, 6))
-		var g OutputGrads
 		for range 2 {
-			b := randomBatch(rng, cfg.Vocab, 400, 3, 350)
-			out, err := m.Forward(context.Background(), b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := sftGrads(out, b.Mask, &g); err != nil {
-				t.Fatal(err)
-			}
-			m.ZeroGrad()
-			if err := m.Backward(context.Background(), g); err != nil {
-				t.Fatal(err)
-			}
-			ClipGradNorm(m, 1)
-			if err := opt.Update(m, 1e-2); err != nil {
-				t.Fatal(err)
-			}
+			sftUpdate(t, m, opt, randomBatch(rng, cfg.Vocab, 400, 3, 350), 1e-2, nil)
 		}
 		return m.Params()
 	}

@@ -134,27 +134,13 @@ func TestTrainingDeterministic(t *testing.T) {
 		}
 		opt := NewAdamW(m, 0.9, 0.95, 1e-8, 0.1)
 		rng := rand.New(rand.NewPCG(4, 4))
-		var g OutputGrads
 		for range 3 {
 			b := randomBatch(rng, cfg.Vocab, 90, 3, 70)
-			out, err := m.Forward(context.Background(), b)
-			if err != nil {
-				t.Fatal(err)
-			}
 			// Supervised loss plus an entropy and a value term, so every
 			// output's backward takes part.
-			if _, err := sftGrads(out, b.Mask, &g); err != nil {
-				t.Fatal(err)
-			}
-			g.Entropy, g.Value = ragged(rng, b, -0.01, 0.01), ragged(rng, b, -0.5, 0.5)
-			m.ZeroGrad()
-			if err := m.Backward(context.Background(), g); err != nil {
-				t.Fatal(err)
-			}
-			ClipGradNorm(m, 1)
-			if err := opt.Update(m, 1e-2); err != nil {
-				t.Fatal(err)
-			}
+			sftUpdate(t, m, opt, b, 1e-2, func(g *OutputGrads) {
+				g.Entropy, g.Value = ragged(rng, b, -0.01, 0.01), ragged(rng, b, -0.5, 0.5)
+			})
 		}
 		return m.Params()
 	}
@@ -170,6 +156,34 @@ func TestTrainingDeterministic(t *testing.T) {
 	if !bitsEqual(a, b) || !bitsEqual(a, c) {
 		t.Error("training is not bit-reproducible across GOMAXPROCS 1, 2, 4")
 	}
+}
+
+// sftUpdate runs one supervised update on b: Forward, the loss gradients
+// (then extra, if not nil, may add others), Backward, clipping to norm 1
+// and AdamW at learning rate lr. It returns the loss.
+func sftUpdate(t testing.TB, m *Model, opt *AdamW, b Batch, lr float32, extra func(*OutputGrads)) float64 {
+	t.Helper()
+	out, err := m.Forward(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g OutputGrads
+	st, err := sftGrads(out, b.Mask, &g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if extra != nil {
+		extra(&g)
+	}
+	m.ZeroGrad()
+	if err := m.Backward(context.Background(), g); err != nil {
+		t.Fatal(err)
+	}
+	ClipGradNorm(m, 1)
+	if err := opt.Update(m, lr); err != nil {
+		t.Fatal(err)
+	}
+	return st.Loss
 }
 
 // TestGradientAccumulation: two micro-batches whose losses are weighted by
