@@ -58,19 +58,7 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 	d, qd, _, qkvd, f, v := m.dims()
 	n, sel := w.n, w.m
 	kern := m.kern
-	w.dx = grow(w.dx, n*d)
-	w.dtmp = grow(w.dtmp, n*d)
-	w.dqkv = grow(w.dqkv, n*qkvd)
-	w.datt = grow(w.datt, n*qd)
-	w.dgu = grow(w.dgu, n*2*f)
-	w.dact = grow(w.dact, n*f)
-	w.dhsel = grow(w.dhsel, sel*d)
-	w.dlogp = grow(w.dlogp, sel)
-	w.dent = grow(w.dent, sel)
-	w.dval = grow(w.dval, sel)
-	if lo != nil {
-		w.loraDU = grow(w.loraDU, n*lo.maxGroupWidth())
-	}
+	// Forward's ensure sized the backward buffers too (dx … dval, loraDU).
 
 	// Gather the selected positions' output gradients.
 	for i := 0; i < sel; i++ {

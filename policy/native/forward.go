@@ -106,6 +106,8 @@ type trainWorkspace struct {
 	lora   bool // the last Forward applied adapters
 	loraU  [][numGroups][]float32
 	loraDU []float32
+
+	bufs []sizedBuf // ensure's list of the float32 buffers, kept to reuse
 }
 
 // layerBufs returns s with one entry per layer.
@@ -137,7 +139,7 @@ func (w *trainWorkspace) ensure(m *Model, n, sel, nseq int, lo *LoRA) {
 	for _, s := range []*[][]float32{&w.xmid, &w.xn1, &w.xn2, &w.rstd1, &w.rstd2, &w.qkv, &w.att, &w.lse, &w.gu, &w.act} {
 		*s = layerBufs(*s, L)
 	}
-	bufs := make([]sizedBuf, 0, 11*L+32)
+	bufs := w.bufs[:0]
 	add := func(p *[]float32, size int) { bufs = append(bufs, sizedBuf{p, size}) }
 	for l := range L + 1 {
 		add(&w.xs[l], n*d)
@@ -184,6 +186,7 @@ func (w *trainWorkspace) ensure(m *Model, n, sel, nseq int, lo *LoRA) {
 		add(&w.loraDU, n*lo.maxGroupWidth())
 	}
 	carveWorkspace(bufs)
+	w.bufs = bufs
 
 	w.tok = growInt32(w.tok, n)
 	w.pos = growInt32(w.pos, n)
