@@ -1,7 +1,6 @@
 package native
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/agentrl/agentrl/internal/simd"
@@ -64,62 +63,15 @@ func (a attnShape) views(qkv []float32, row, h int) (q, k, v headView) {
 		headView{qkv[base+qd+kvd+g*a.headDim:], a.ldqkv}
 }
 
-// segProbsLen is the number of probabilities the training attention
-// stores for one head of a segment of t rows with a prefix of pn rows:
-// block by block of attnBlock query rows, each row over the prefix and the
-// own keys its block can see (the masked entries of the diagonal block are
-// stored as zeros).
-func segProbsLen(pn, t int) int {
-	n := 0
-	for i0 := 0; i0 < t; i0 += attnBlock {
-		i1 := min(i0+attnBlock, t)
-		n += (i1 - i0) * (pn + i1)
-	}
-	return n
-}
-
-// probsOffsets returns where each segment's probabilities start in the
-// store: segment s holds heads runs of segProbsLen floats, head by head,
-// from offsets[s]; offsets[count] is the store's length.
-func probsOffsets(seg Segments, heads int) []int {
-	off := make([]int, seg.count()+1)
-	for s := range seg.count() {
-		off[s+1] = off[s] + heads*segProbsLen(seg.prefixLen(s), seg.Start[s+1]-seg.Start[s])
-	}
-	return off
-}
-
-// prefixLen returns the number of rows of the prefix of s (0 without one).
-func (sg Segments) prefixLen(s int) int {
-	if p := sg.prefixOf(s); p >= 0 {
-		return sg.Start[p+1] - sg.Start[p]
-	}
-	return 0
-}
-
-// AttentionProbsLen implements Kernels.
-func (k *CPU) AttentionProbsLen(seg Segments, heads int) int {
-	if seg.count() <= 0 {
-		return 0
-	}
-	return probsOffsets(seg, heads)[seg.count()]
-}
-
 // Attention implements Kernels.
 //
 // Each (segment, head) pair is one task. For each block of query rows, the
 // scores against the prefix keys and the own keys the block can see are
-// GEMMs into a buffer laid out [prefix | own] — per-goroutine scratch, or
-// the task's place in probs when the probabilities are kept for the
-// backward; the causal mask inside the diagonal block is applied in the
-// softmax loop, with masked entries set to exactly zero so the P·V GEMM
-// skips them.
-func (k *CPU) Attention(out []float32, ldo int, lse, probs, qkv []float32, ldqkv int, seg Segments, heads, kvHeads, headDim int) {
+// GEMMs into per-goroutine scratch laid out [prefix | own]; the causal mask
+// inside the diagonal block is applied in the softmax loop, with masked
+// entries set to exactly zero so the P·V GEMM skips them.
+func (k *CPU) Attention(out []float32, ldo int, lse, qkv []float32, ldqkv int, seg Segments, heads, kvHeads, headDim int) {
 	sh := newAttnShape(heads, kvHeads, headDim, ldqkv, ldo)
-	var off []int
-	if probs != nil {
-		off = k.checkProbs(probs, seg, heads)
-	}
 	parallelFor(seg.count()*heads, func(_, task int) {
 		s, h := task/heads, task%heads
 		a, t := seg.Start[s], seg.Start[s+1]-seg.Start[s]
@@ -130,24 +82,14 @@ func (k *CPU) Attention(out []float32, ldo int, lse, probs, qkv []float32, ldqkv
 		if t == 0 {
 			return
 		}
-		var store []float32
-		if off != nil {
-			n := segProbsLen(pn, t)
-			store = probs[off[s]+h*n : off[s]+(h+1)*n]
-		} else {
-			buf := k.getScratch(attnBlock * (pn + t))
-			defer k.scratch.Put(buf)
-			store = *buf
-		}
+		buf := k.getScratch(attnBlock * (pn + t))
+		defer k.scratch.Put(buf)
 		_, pk, pv := sh.views(qkv, pa, h)
 		_, kk, v := sh.views(qkv, a, h)
 		for i0 := 0; i0 < t; i0 += attnBlock {
 			i1 := min(i0+attnBlock, t)
 			rows, w := i1-i0, pn+i1
-			sc := store[:rows*w]
-			if off != nil {
-				store = store[rows*w:]
-			}
+			sc := (*buf)[:rows*w]
 			q, _, _ := sh.views(qkv, a+i0, h)
 			if pn > 0 {
 				gemm(false, false, true, rows, pn, headDim, sh.scale, q.data, ldqkv, pk.data, ldqkv, 0, sc, w)
@@ -170,16 +112,6 @@ func (k *CPU) Attention(out []float32, ldo int, lse, probs, qkv []float32, ldqkv
 	})
 }
 
-// checkProbs returns the segments' offsets into probs, and panics if
-// probs is too short for them.
-func (k *CPU) checkProbs(probs []float32, seg Segments, heads int) []int {
-	off := probsOffsets(seg, heads)
-	if need := off[seg.count()]; len(probs) < need {
-		panic(fmt.Sprintf("native: attention probabilities: len(probs) = %d, want ≥ %d", len(probs), need))
-	}
-	return off
-}
-
 // AttentionBackward implements Kernels.
 //
 // A task is a family — a segment without prefix together with every
@@ -187,18 +119,14 @@ func (k *CPU) checkProbs(probs []float32, seg Segments, heads int) []int {
 // and dV of shared prefix rows, and of the query heads sharing a KV head,
 // accumulate without races. For each query head and block of query rows:
 //
-//	P  = exp(S - lse)            (read from probs, or recomputed, S = QKᵀ/√d over visible keys)
+//	P  = exp(S - lse)            (recomputed, S = QKᵀ/√d over visible keys)
 //	dV += Pᵀ·dO
 //	dP = dO·Vᵀ
 //	dS = P ⊙ (dP - rowsum(P ⊙ dP)) / √d
 //	dQ = dS·K,  dK += dSᵀ·Q
-func (k *CPU) AttentionBackward(dqkv, dout []float32, ldo int, qkv []float32, ldqkv int, lse, probs []float32, seg Segments, heads, kvHeads, headDim int) {
+func (k *CPU) AttentionBackward(dqkv, dout []float32, ldo int, qkv []float32, ldqkv int, lse []float32, seg Segments, heads, kvHeads, headDim int) {
 	sh := newAttnShape(heads, kvHeads, headDim, ldqkv, ldo)
 	n := seg.count()
-	var off []int
-	if probs != nil {
-		off = k.checkProbs(probs, seg, heads)
-	}
 	// Families: roots are segments without prefix; children follow them.
 	var roots []int
 	children := make([][]int, n)
@@ -225,38 +153,23 @@ func (k *CPU) AttentionBackward(dqkv, dout []float32, ldo int, qkv []float32, ld
 			if s != root {
 				pa, pn = seg.Start[root], seg.Start[root+1]-seg.Start[root]
 			}
-			var stored []float32
-			if off != nil {
-				stored = probs[off[s]:off[s+1]]
-			}
-			k.attnSegmentBackward(sh, dqkv, dout, qkv, lse, stored, seg.Start[s], seg.Start[s+1]-seg.Start[s], pa, pn, g)
+			k.attnSegmentBackward(sh, dqkv, dout, qkv, lse, seg.Start[s], seg.Start[s+1]-seg.Start[s], pa, pn, g)
 		}
 	})
 }
 
 // attnSegmentBackward runs the attention backward of the query heads of KV
 // head g for the t rows of one segment starting at row a, whose keys are the
-// pn rows of its prefix at row pa (if any) followed by its own rows. stored
-// holds the segment's probabilities as the forward kept them (every head's),
-// or is nil to recompute them.
-func (k *CPU) attnSegmentBackward(sh attnShape, dqkv, dout, qkv, lse, stored []float32, a, t, pa, pn, g int) {
+// pn rows of its prefix at row pa (if any) followed by its own rows.
+func (k *CPU) attnSegmentBackward(sh attnShape, dqkv, dout, qkv, lse []float32, a, t, pa, pn, g int) {
 	if t == 0 {
 		return
 	}
 	heads, hd, ldqkv, ldo := sh.heads, sh.headDim, sh.ldqkv, sh.ldo
 	group := heads / sh.kvHeads
-	scratch := 2
-	if stored != nil {
-		scratch = 1
-	}
-	buf := k.getScratch(scratch * attnBlock * (pn + t))
+	buf := k.getScratch(2 * attnBlock * (pn + t))
 	defer k.scratch.Put(buf)
-	per := segProbsLen(pn, t)
 	for h := g * group; h < (g+1)*group; h++ {
-		var hp []float32 // this head's stored probabilities, block after block
-		if stored != nil {
-			hp = stored[h*per : (h+1)*per]
-		}
 		_, pk, pv := sh.views(qkv, pa, h)
 		_, dpk, dpv := sh.views(dqkv, pa, h)
 		_, kk, v := sh.views(qkv, a, h)
@@ -264,25 +177,19 @@ func (k *CPU) attnSegmentBackward(sh attnShape, dqkv, dout, qkv, lse, stored []f
 		for i0 := 0; i0 < t; i0 += attnBlock {
 			i1 := min(i0+attnBlock, t)
 			rows, w := i1-i0, pn+i1
+			p, dp := (*buf)[:rows*w], (*buf)[rows*w:2*rows*w]
 			q, _, _ := sh.views(qkv, a+i0, h)
 			dq, _, _ := sh.views(dqkv, a+i0, h)
 			do := dout[(a+i0)*ldo+h*hd:]
-			var p, dp []float32
-			if hp != nil {
-				p, hp = hp[:rows*w], hp[rows*w:]
-				dp = (*buf)[:rows*w]
-			} else {
-				p, dp = (*buf)[:rows*w], (*buf)[rows*w:2*rows*w]
-				if pn > 0 {
-					gemm(false, false, true, rows, pn, hd, sh.scale, q.data, ldqkv, pk.data, ldqkv, 0, p, w)
-				}
-				gemm(false, false, true, rows, i1, hd, sh.scale, q.data, ldqkv, kk.data, ldqkv, 0, p[pn:], w)
-				for r := 0; r < rows; r++ {
-					vis := pn + i0 + r + 1
-					row := p[r*w : (r+1)*w]
-					simd.ExpSum(row[:vis], lse[(a+i0+r)*heads+h])
-					clear(row[vis:])
-				}
+			if pn > 0 {
+				gemm(false, false, true, rows, pn, hd, sh.scale, q.data, ldqkv, pk.data, ldqkv, 0, p, w)
+			}
+			gemm(false, false, true, rows, i1, hd, sh.scale, q.data, ldqkv, kk.data, ldqkv, 0, p[pn:], w)
+			for r := 0; r < rows; r++ {
+				vis := pn + i0 + r + 1
+				row := p[r*w : (r+1)*w]
+				simd.ExpSum(row[:vis], lse[(a+i0+r)*heads+h])
+				clear(row[vis:])
 			}
 			// dV += Pᵀ·dO and dP = dO·Vᵀ, split over [prefix | own] keys.
 			if pn > 0 {

@@ -10,18 +10,9 @@ import (
 )
 
 // BenchmarkAttention runs the training attention forward and backward on
-// the train step's shape (8 sequences of 256 tokens, 4 heads of 32), with
-// the probabilities kept for the backward (as Forward does within
-// attnProbsBudget) and recomputed by it, and reports the GEMM FLOP rate
-// and its share of the measured peak. The recorded GEMMs differ between
-// the two (the recomputation is one more), so compare their times.
+// the train step's shape (8 sequences of 256 tokens, 4 heads of 32) and
+// reports its GEMM FLOP rate and its share of the measured peak.
 func BenchmarkAttention(b *testing.B) {
-	for _, mode := range []string{"kept", "recomputed"} {
-		b.Run(mode, func(b *testing.B) { benchAttention(b, mode == "kept") })
-	}
-}
-
-func benchAttention(b *testing.B, keep bool) {
 	const seqs, T, heads, hd = 8, 256, 4, 32
 	n, ld := seqs*T, 3*heads*hd
 	rng := rand.New(rand.NewPCG(1, 1))
@@ -38,13 +29,9 @@ func benchAttention(b *testing.B, keep bool) {
 		seg.Start[s] = s * T
 	}
 	k := &CPU{}
-	var probs []float32
-	if keep {
-		probs = make([]float32, k.AttentionProbsLen(seg, heads))
-	}
 	stop := recordGemms()
-	k.Attention(out, heads*hd, lse, probs, qkv, ld, seg, heads, heads, hd)
-	k.AttentionBackward(dqkv, dout, heads*hd, qkv, ld, lse, probs, seg, heads, heads, hd)
+	k.Attention(out, heads*hd, lse, qkv, ld, seg, heads, heads, hd)
+	k.AttentionBackward(dqkv, dout, heads*hd, qkv, ld, lse, seg, heads, heads, hd)
 	var flops float64
 	for _, c := range stop() {
 		flops += c.flops()
@@ -54,9 +41,9 @@ func benchAttention(b *testing.B, keep bool) {
 	var fwd, bwd time.Duration
 	for range b.N {
 		t0 := time.Now()
-		k.Attention(out, heads*hd, lse, probs, qkv, ld, seg, heads, heads, hd)
+		k.Attention(out, heads*hd, lse, qkv, ld, seg, heads, heads, hd)
 		t1 := time.Now()
-		k.AttentionBackward(dqkv, dout, heads*hd, qkv, ld, lse, probs, seg, heads, heads, hd)
+		k.AttentionBackward(dqkv, dout, heads*hd, qkv, ld, lse, seg, heads, heads, hd)
 		fwd, bwd = fwd+t1.Sub(t0), bwd+time.Since(t1)
 	}
 	sec := (fwd + bwd).Seconds() / float64(b.N)

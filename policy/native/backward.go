@@ -143,7 +143,7 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 		if lo != nil {
 			lo.backward(kern, l, groupO, dx, w.att[l], w.loraU[l][groupO], w.datt, w.loraDU, n)
 		}
-		kern.AttentionBackward(w.dqkv, w.datt, qd, w.qkv[l], qkvd, w.lse[l], w.layerProbs(l), w.seg, c.Heads, c.KVHeads, c.HeadDim())
+		kern.AttentionBackward(w.dqkv, w.datt, qd, w.qkv[l], qkvd, w.lse[l], w.seg, c.Heads, c.KVHeads, c.HeadDim())
 		kern.RoPE(w.dqkv, n, qkvd, 0, c.Heads+c.KVHeads, c.HeadDim(), w.pos, m.ropeCos, m.ropeSin, true)
 		if g.bqkv != nil {
 			for r := 0; r < n; r++ {

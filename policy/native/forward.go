@@ -86,8 +86,6 @@ type trainWorkspace struct {
 	xn1, xn2          [][]float32 // [L][N·D] normed inputs of attention and MLP
 	rstd1, rstd2      [][]float32 // [L][N]
 	qkv, att, lse     [][]float32 // [L][N·QKV], [L][N·Q], [L][N·H]
-	probs             [][]float32 // [L][nprobs] attention probabilities kept for Backward (keepProbs)
-	nprobs            int         // floats of probs per layer this batch; 0: Backward recomputes them
 	gu, act           [][]float32 // [L][N·2F], [L][N·F]
 	xf, rstdF         []float32   // final norm output [N·D] and its rstd [N]
 	hsel, logits      []float32   // [M·D], [M·V]
@@ -118,46 +116,6 @@ func layerBufs(s [][]float32, layers int) [][]float32 {
 		s = make([][]float32, layers)
 	}
 	return s
-}
-
-// attnProbsBudget caps the attention probabilities a Forward keeps for
-// Backward, in float32 summed over layers (64 MiB). Keeping them saves the
-// backward a GEMM and an exponential per probability (the score
-// recomputation), at the cost of writing them out once and reading them
-// back; past the cap — long sequences, whose probabilities grow with the
-// square of their length — the backward recomputes them from the
-// log-sum-exp instead, as FlashAttention does. The choice depends on the
-// batch's shape alone, so a run does not depend on the machine. (A
-// variable so that tests can take the recomputing path.)
-var attnProbsBudget = 16 << 20
-
-// keepProbs sizes the attention probability store for the packed batch in
-// w.seg: kept when keep is set and every layer's fits attnProbsBudget.
-func (w *trainWorkspace) keepProbs(kern Kernels, layers, heads int, keep bool) {
-	w.nprobs = 0
-	if !keep {
-		return
-	}
-	n := kern.AttentionProbsLen(w.seg, heads)
-	if n == 0 || n*layers > attnProbsBudget {
-		return
-	}
-	w.probs = layerBufs(w.probs, layers)
-	for l := range w.probs {
-		if cap(w.probs[l]) < n {
-			w.probs[l] = make([]float32, n+n/4)
-		}
-	}
-	w.nprobs = n
-}
-
-// layerProbs returns layer l's attention probability store, or nil when
-// this batch's are not kept.
-func (w *trainWorkspace) layerProbs(l int) []float32 {
-	if w.nprobs == 0 {
-		return nil
-	}
-	return w.probs[l][:w.nprobs]
 }
 
 // sizedBuf is a workspace buffer and the length a batch needs of it.
@@ -285,10 +243,7 @@ func (b *Batch) prefixOf(i int) int {
 // positions, for sizing micro-batches. Buffers are kept at their largest size
 // once grown, with 25% headroom each; on huge pages (package hugemem) the Go
 // heap counts up to 2·hugemem.PageBytes more, of which at most one huge
-// page is ever touched. Not included: the attention probabilities Forward
-// keeps for Backward, which depend on how the tokens split into sequences
-// (about heads·Σ len²/2 per layer) and never exceed 64 MiB in all
-// (attnProbsBudget).
+// page is ever touched.
 func (m *Model) WorkspaceBytes(tokens, selected int) int64 {
 	d, qd, _, qkv, f, v := m.dims()
 	L, h := m.cfg.Layers, m.cfg.Heads
@@ -374,7 +329,7 @@ func (m *Model) validate(b *Batch) (n, sel int, err error) {
 // Outputs alias the workspace. With adapters (EnableLoRA), each adapted
 // projection adds (Alpha/Rank)·B·(A·x) to its output.
 func (m *Model) Forward(ctx context.Context, b Batch) (*Outputs, error) {
-	out, err := m.forward(ctx, b, m.lora, true)
+	out, err := m.forward(ctx, b, m.lora)
 	if err == nil {
 		m.ws.ready = true
 	}
@@ -386,12 +341,12 @@ func (m *Model) Forward(ctx context.Context, b Batch) (*Outputs, error) {
 // (which, with B zero at the start, is the starting policy). Backward
 // cannot follow it. For a model without adapters it is Forward.
 func (m *Model) ForwardBase(ctx context.Context, b Batch) (*Outputs, error) {
-	return m.forward(ctx, b, nil, false)
+	return m.forward(ctx, b, nil)
 }
 
 // forward is Forward with the adapters lo (nil: none). It leaves the
 // workspace not ready for Backward.
-func (m *Model) forward(ctx context.Context, b Batch, lo *LoRA, keep bool) (*Outputs, error) {
+func (m *Model) forward(ctx context.Context, b Batch, lo *LoRA) (*Outputs, error) {
 	w := &m.ws
 	w.ready = false
 	n, sel, err := m.validate(&b)
@@ -440,7 +395,6 @@ func (m *Model) forward(ctx context.Context, b Batch, lo *LoRA, keep bool) (*Out
 	d, qd, _, qkvd, f, v := m.dims()
 	c := m.cfg
 	kern := m.kern
-	w.keepProbs(kern, c.Layers, c.Heads, keep)
 	x := w.xs[0]
 	for r := 0; r < n; r++ {
 		copy(x[r*d:(r+1)*d], m.p.embed[int(w.tok[r])*d:])
@@ -458,7 +412,7 @@ func (m *Model) forward(ctx context.Context, b Batch, lo *LoRA, keep bool) (*Out
 			lo.forward(kern, l, groupQKV, w.qkv[l], w.xn1[l], w.loraU[l][groupQKV], n)
 		}
 		kern.RoPE(w.qkv[l], n, qkvd, 0, c.Heads+c.KVHeads, c.HeadDim(), w.pos, m.ropeCos, m.ropeSin, false)
-		kern.Attention(w.att[l], qd, w.lse[l], w.layerProbs(l), w.qkv[l], qkvd, w.seg, c.Heads, c.KVHeads, c.HeadDim())
+		kern.Attention(w.att[l], qd, w.lse[l], w.qkv[l], qkvd, w.seg, c.Heads, c.KVHeads, c.HeadDim())
 		copy(w.xmid[l][:n*d], x)
 		linear(kern, w.xmid[l], w.att[l], p.wo, nil, n, qd, d, true)
 		if lo != nil {

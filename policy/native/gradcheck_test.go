@@ -133,24 +133,6 @@ func close(a, b, rel, abs float64) bool {
 // entropy, value) separately, through every parameter tensor, for tied and
 // untied heads.
 func TestGradientOutputs(t *testing.T) {
-	forAttnProbsPaths(t, testGradientOutputs)
-}
-
-// forAttnProbsPaths runs f with the attention probabilities kept by
-// Forward and, with attnProbsBudget at zero, recomputed by Backward.
-func forAttnProbsPaths(t *testing.T, f func(t *testing.T)) {
-	for _, keep := range []bool{true, false} {
-		t.Run(map[bool]string{true: "kept", false: "recomputed"}[keep], func(t *testing.T) {
-			if !keep {
-				defer func(b int) { attnProbsBudget = b }(attnProbsBudget)
-				attnProbsBudget = 0
-			}
-			f(t)
-		})
-	}
-}
-
-func testGradientOutputs(t *testing.T) {
 	for _, tied := range []bool{true, false} {
 		m, err := New(tinyConfig(tied), 1)
 		if err != nil {

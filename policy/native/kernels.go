@@ -46,19 +46,11 @@ type Kernels interface {
 	// ldqkv) are [Q heads | K heads | V heads]; query head h uses key/value
 	// head h/(heads/kvHeads) (GQA). It writes out (row stride ldo,
 	// heads·headDim columns) and the per-row, per-head log-sum-exp of the
-	// scaled scores into lse[row·heads+h]. If probs is not nil (at least
-	// AttentionProbsLen(seg, heads) long), it also keeps the softmax
-	// probabilities there, in the implementation's layout, for
-	// AttentionBackward.
-	Attention(out []float32, ldo int, lse, probs, qkv []float32, ldqkv int, seg Segments, heads, kvHeads, headDim int)
+	// scaled scores into lse[row·heads+h].
+	Attention(out []float32, ldo int, lse, qkv []float32, ldqkv int, seg Segments, heads, kvHeads, headDim int)
 	// AttentionBackward writes dL/d(qkv) into dqkv (same layout as qkv)
-	// given dout = dL/d(out). It reads the probabilities from probs, which
-	// the Attention call on the same inputs filled, or recomputes them from
-	// lse when probs is nil.
-	AttentionBackward(dqkv, dout []float32, ldo int, qkv []float32, ldqkv int, lse, probs []float32, seg Segments, heads, kvHeads, headDim int)
-	// AttentionProbsLen returns the number of float32 that Attention keeps
-	// in probs for seg and heads.
-	AttentionProbsLen(seg Segments, heads int) int
+	// given dout = dL/d(out), recomputing the probabilities from lse.
+	AttentionBackward(dqkv, dout []float32, ldo int, qkv []float32, ldqkv int, lse []float32, seg Segments, heads, kvHeads, headDim int)
 
 	// LogSoftmax writes log softmax of each row of x (rows×n) into out.
 	LogSoftmax(out, x []float32, rows, n int)

@@ -1,11 +1,8 @@
 package native
 
 import (
-	"context"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"strings"
 	"testing"
 )
 
@@ -76,14 +73,11 @@ func naiveAttention(qkv, dout []float32, seg Segments, heads, kvHeads, hd int) (
 }
 
 // TestAttentionMatchesNaive covers segments shorter and longer than one
-// attention block, an empty one, GQA and shared prefixes, with the
-// backward recomputing the probabilities and reading them from the store
-// the forward kept.
+// attention block, GQA, and shared prefixes.
 func TestAttentionMatchesNaive(t *testing.T) {
 	const heads, kvHeads, hd = 4, 2, 8
 	for _, seg := range []Segments{
 		{Start: []int{0, 1, 71, 221}},
-		{Start: []int{0, 3, 3, 70}},
 		{Start: []int{0, 40, 41, 111, 261, 266, 336}, Prefix: []int{-1, -1, 0, 0, -1, 4}},
 	} {
 		n := seg.Start[len(seg.Start)-1]
@@ -97,74 +91,27 @@ func TestAttentionMatchesNaive(t *testing.T) {
 		for i := range dout {
 			dout[i] = float32(rng.NormFloat64())
 		}
-		wantOut, wantD := naiveAttention(qkv, dout, seg, heads, kvHeads, hd)
 		k := &CPU{}
-		for _, keep := range []bool{false, true} {
-			var probs []float32
-			need := k.AttentionProbsLen(seg, heads)
-			if keep {
-				// NaN everywhere: an entry the forward does not write
-				// reaches the gradient; the tail past need must stay NaN.
-				probs = make([]float32, need+7)
-				for i := range probs {
-					probs[i] = float32(math.NaN())
-				}
+		out := make([]float32, n*heads*hd)
+		lse := make([]float32, n*heads)
+		k.Attention(out, heads*hd, lse, qkv, ld, seg, heads, kvHeads, hd)
+		dqkv := make([]float32, n*ld)
+		for i := range dqkv {
+			dqkv[i] = 123 // must be overwritten
+		}
+		k.AttentionBackward(dqkv, dout, heads*hd, qkv, ld, lse, seg, heads, kvHeads, hd)
+		wantOut, wantD := naiveAttention(qkv, dout, seg, heads, kvHeads, hd)
+		for i := range out {
+			if math.Abs(float64(out[i])-wantOut[i]) > 1e-4 {
+				t.Fatalf("%v: out[%d] = %g, want %g", seg, i, out[i], wantOut[i])
 			}
-			out := make([]float32, n*heads*hd)
-			lse := make([]float32, n*heads)
-			k.Attention(out, heads*hd, lse, probs, qkv, ld, seg, heads, kvHeads, hd)
-			dqkv := make([]float32, n*ld)
-			for i := range dqkv {
-				dqkv[i] = 123 // must be overwritten
-			}
-			k.AttentionBackward(dqkv, dout, heads*hd, qkv, ld, lse, probs, seg, heads, kvHeads, hd)
-			for i := range out {
-				if math.Abs(float64(out[i])-wantOut[i]) > 1e-4 {
-					t.Fatalf("%v keep=%v: out[%d] = %g, want %g", seg, keep, i, out[i], wantOut[i])
-				}
-			}
-			for i := range dqkv {
-				if !(math.Abs(float64(dqkv[i])-wantD[i]) <= 1e-3) {
-					t.Fatalf("%v keep=%v: dqkv[%d] (row %d col %d) = %g, want %g", seg, keep, i, i/ld, i%ld, dqkv[i], wantD[i])
-				}
-			}
-			for i := need; i < len(probs); i++ {
-				if !math.IsNaN(float64(probs[i])) {
-					t.Fatalf("%v: the forward wrote probs[%d], past AttentionProbsLen = %d", seg, i, need)
-				}
+		}
+		for i := range dqkv {
+			if math.Abs(float64(dqkv[i])-wantD[i]) > 1e-3 {
+				t.Fatalf("%v: dqkv[%d] (row %d col %d) = %g, want %g", seg, i, i/ld, i%ld, dqkv[i], wantD[i])
 			}
 		}
 	}
-}
-
-// TestAttentionProbsLen checks the store's size against its definition
-// (every query row over the prefix and the own keys of its block) and that
-// a store too short is refused.
-func TestAttentionProbsLen(t *testing.T) {
-	seg := Segments{Start: []int{0, 40, 41, 111, 261}, Prefix: []int{-1, -1, 0, 0}}
-	const heads = 3
-	want := 0
-	for s := range seg.count() {
-		pn, tl := seg.prefixLen(s), seg.Start[s+1]-seg.Start[s]
-		for i := 0; i < tl; i++ {
-			blockEnd := min((i/attnBlock+1)*attnBlock, tl)
-			want += heads * (pn + blockEnd)
-		}
-	}
-	k := &CPU{}
-	if got := k.AttentionProbsLen(seg, heads); got != want {
-		t.Fatalf("AttentionProbsLen = %d, want %d", got, want)
-	}
-	if got := k.AttentionProbsLen(Segments{Start: []int{0}}, heads); got != 0 {
-		t.Fatalf("AttentionProbsLen of no segments = %d, want 0", got)
-	}
-	n, ld := seg.Start[len(seg.Start)-1], 3*heads*4
-	defer func() {
-		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "len(probs)") {
-			t.Fatalf("short store: recovered %v, want a panic naming len(probs)", r)
-		}
-	}()
-	k.Attention(make([]float32, n*heads*4), heads*4, make([]float32, n*heads), make([]float32, want-1), make([]float32, n*ld), ld, seg, heads, heads, 4)
 }
 
 func TestRoPEInverse(t *testing.T) {
@@ -267,44 +214,5 @@ func TestLogSoftmaxAndAdamW(t *testing.T) {
 	wp := 1 - 0.01*((wm/0.19)/(math.Sqrt(wv/0.0199)+1e-8)+0.1*1)
 	if math.Abs(float64(m[0])-wm) > 1e-7 || math.Abs(float64(v[0])-wv) > 1e-7 || math.Abs(float64(p[0])-wp) > 1e-6 {
 		t.Errorf("AdamW: p %g m %g v %g, want %g %g %g", p[0], m[0], v[0], wp, wm, wv)
-	}
-}
-
-// TestForwardKeepsAttnProbsWithinBudget checks when Forward keeps the
-// attention probabilities: within attnProbsBudget (summed over layers),
-// not past it, and not for ForwardBase, which Backward cannot follow.
-func TestForwardKeepsAttnProbsWithinBudget(t *testing.T) {
-	m, err := New(tinyConfig(true), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := randomBatch(rand.New(rand.NewPCG(1, 1)), 11, 5, 16, 7)
-	ctx := context.Background()
-	if _, err := m.Forward(ctx, b); err != nil {
-		t.Fatal(err)
-	}
-	need := m.kern.AttentionProbsLen(m.ws.seg, m.cfg.Heads)
-	if need == 0 || m.ws.nprobs != need {
-		t.Fatalf("Forward kept %d probabilities per layer, want %d", m.ws.nprobs, need)
-	}
-	defer func(b int) { attnProbsBudget = b }(attnProbsBudget)
-	for _, c := range []struct {
-		budget int
-		want   int
-	}{{need * m.cfg.Layers, need}, {need*m.cfg.Layers - 1, 0}} {
-		attnProbsBudget = c.budget
-		if _, err := m.Forward(ctx, b); err != nil {
-			t.Fatal(err)
-		}
-		if m.ws.nprobs != c.want {
-			t.Errorf("budget %d: Forward kept %d per layer, want %d", c.budget, m.ws.nprobs, c.want)
-		}
-	}
-	attnProbsBudget = need * m.cfg.Layers
-	if _, err := m.ForwardBase(ctx, b); err != nil {
-		t.Fatal(err)
-	}
-	if m.ws.nprobs != 0 {
-		t.Errorf("ForwardBase kept %d probabilities per layer, want none", m.ws.nprobs)
 	}
 }

@@ -98,10 +98,6 @@ func TestSharedPrefixMatchesFlat(t *testing.T) {
 }
 
 func TestGradientSharedPrefix(t *testing.T) {
-	forAttnProbsPaths(t, testGradientSharedPrefix)
-}
-
-func testGradientSharedPrefix(t *testing.T) {
 	m, err := New(tinyConfig(true), 4)
 	if err != nil {
 		t.Fatal(err)
