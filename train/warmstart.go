@@ -44,7 +44,8 @@ type warmStartResult struct {
 // result is reused only for the same inputs: the settings, and the
 // demonstrations' text itself, so that a change to an environment or its
 // expert (new observations, other actions or rationales) is never answered
-// with a model trained on the old ones. Settings the stage never reads are
+// with a model trained on the old ones, and the arithmetic of the build
+// (native.ArithmeticID). Settings the stage never reads are
 // left out, so that runs differing only in them share one warm start:
 // validation, and the rollout's sampling (the demonstrations are the
 // expert's, not sampled; their text is in the key anyway).
@@ -67,8 +68,15 @@ func (t *Trainer) warmStartKey(demos []rollout.Trajectory) (string, error) {
 	deletePrefix(flat, loraPrefix)
 	deletePrefix(flat, "rollout.sampling")
 	deletePrefix(flat, "warm_start.env_config") // merged into env.config above
+	// The arithmetic too: a build whose kernels round differently would
+	// not have trained the cached model, and a run from a fresh clone
+	// would not reproduce one that reused it.
+	arith, err := native.ArithmeticID()
+	if err != nil {
+		return "", fmt.Errorf("warm start: %w", err)
+	}
 	h := sha256.New()
-	fmt.Fprintf(h, "v5|env=%s|seed=%d\n", c.Env.Name, c.Run.Seed)
+	fmt.Fprintf(h, "v5|env=%s|seed=%d|arithmetic=%s\n", c.Env.Name, c.Run.Seed, arith)
 	for _, k := range slices.Sorted(maps.Keys(flat)) {
 		if !notIdentity[k] {
 			fmt.Fprintf(h, "%s=%s\n", k, flat[k])
