@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentrl/agentrl/algos"
 	"github.com/agentrl/agentrl/internal/atomicdir"
+	"github.com/agentrl/agentrl/policy/native"
 )
 
 // stateFile is the trainer's state inside a checkpoint, beside the
@@ -41,6 +42,9 @@ type State struct {
 	// last session's); WarmStartS the part of it the warm start took.
 	ElapsedS   float64 `json:"elapsed_s"`
 	WarmStartS float64 `json:"warm_start_s"`
+	// Arithmetic is native.ArithmeticID of the build that wrote the
+	// checkpoint (empty in checkpoints from before it was recorded).
+	Arithmetic string `json:"arithmetic,omitempty"`
 }
 
 // jsonState is State with NaN-safe floats (JSON has no NaN).
@@ -78,6 +82,7 @@ func (t *Trainer) newState() State {
 // a crash at any instant leaves one complete checkpoint or the other.
 func (s *session) checkpoint(ctx context.Context) error {
 	s.state.ElapsedS = s.elapsed().Seconds()
+	s.state.Arithmetic, _ = native.ArithmeticID() // empty if the probe failed
 	state, err := json.MarshalIndent(jsonState{State: s.state, RandomValSuccess: nanToNil(s.state.RandomValSuccess),
 		WarmStartValSuccess: nanToNil(s.state.WarmStartValSuccess)}, "", "  ")
 	if err != nil {
@@ -132,4 +137,16 @@ func (t *Trainer) loadState(dir string) (State, error) {
 	}
 	state.Regime.Config = t.cfg.Collapse.Alarm.RegimeConfig
 	return state, nil
+}
+
+// checkArithmetic warns when the checkpoint being resumed was written by a
+// build whose kernels round differently from this one's: the run goes on
+// correctly, but no longer on the bits of an uninterrupted run.
+func (t *Trainer) checkArithmetic(written string) {
+	cur, err := native.ArithmeticID()
+	if err != nil || written == "" || written == cur {
+		return
+	}
+	t.log.Warn("resuming with different arithmetic: this build's kernels round differently from the one that wrote the checkpoint, "+
+		"so the run continues correctly but will not reproduce an uninterrupted run's numbers", "checkpoint", written, "build", cur)
 }

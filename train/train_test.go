@@ -19,6 +19,7 @@ import (
 	_ "github.com/agentrl/agentrl/envs/sokoban"
 	"github.com/agentrl/agentrl/internal/simd"
 	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/policy/native"
 	"github.com/agentrl/agentrl/policy/tokenizer"
 	"github.com/agentrl/agentrl/rollout"
 )
@@ -957,5 +958,60 @@ func TestStoppedRunStaysStopped(t *testing.T) {
 	}
 	if err := json.Unmarshal(raw, &sum); err != nil || !strings.HasPrefix(sum.Status, "stopped early: collapse alarm") {
 		t.Errorf("summary status %q (%v), want stopped early by the alarm", sum.Status, err)
+	}
+}
+
+// TestResumeWarnsOnOtherArithmetic: a checkpoint records the arithmetic
+// of the build that wrote it, and resuming it with a build that rounds
+// differently (here: a checkpoint edited to claim another) warns, while
+// resuming with the same arithmetic does not.
+func TestResumeWarnsOnOtherArithmetic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := filepath.Join(t.TempDir(), "run")
+	cache := "warm_start.cache_dir=" + filepath.Join(t.TempDir(), "cache")
+	run := func(steps int) string {
+		var logs strings.Builder
+		tr, err := New(tinyConfig(t, dir, steps, cache), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Console: io.Discard})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return logs.String()
+	}
+	run(1)
+	statePath := filepath.Join(dir, checkpointsDir, latestCheckpoint, stateFile)
+	raw, err := os.ReadFile(statePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	want, err := native.ArithmeticID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st["arithmetic"] != want {
+		t.Fatalf("checkpoint records arithmetic %v, want %s", st["arithmetic"], want)
+	}
+	const warning = "resuming with different arithmetic"
+	if logs := run(2); strings.Contains(logs, warning) {
+		t.Errorf("resuming with the same arithmetic warned:\n%s", logs)
+	}
+	st["arithmetic"] = "0123456789abcdef"
+	raw, err = json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(statePath, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if logs := run(3); !strings.Contains(logs, warning) || !strings.Contains(logs, "0123456789abcdef") {
+		t.Errorf("resuming a checkpoint of other arithmetic did not warn:\n%s", logs)
 	}
 }

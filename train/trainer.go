@@ -258,6 +258,9 @@ func (t *Trainer) open(ctx context.Context) (*session, error) {
 			return nil, fmt.Errorf("resume from %s: %w", resumeFrom, err)
 		}
 		s.learner, keep = l, s.state.Step
+		if !c.Tinker.Enabled() {
+			t.checkArithmetic(s.state.Arithmetic)
+		}
 		if s.state.ElapsedS == 0 && s.state.Step > 0 {
 			t.legacyElapsed(&s.state)
 		}
