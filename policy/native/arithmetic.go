@@ -14,12 +14,16 @@ import (
 // this machine: a short hash of the parameters after two AdamW updates of
 // a small fixed model on a fixed packed batch (a shared prefix, sequences
 // longer than one attention block, grouped-query attention, the gradients
-// of every output). Builds with the same ID train alike; a kernel change
-// that alters any rounding changes it, and so does a CPU whose kernels
-// round differently (the portable path on a machine without AVX2). Caches
+// of every output; products large enough to be packed and split over
+// the cores). Builds with the same ID train alike as far as the probe
+// reaches: a kernel change that alters the rounding of what it exercises
+// changes it, and so does a CPU whose kernels round differently (the
+// portable path on a machine without AVX2), but a change confined to
+// shapes it does not reach (a blocking rule for very long k, say) can go
+// unnoticed. Caches
 // of trained models key on it — the warm start's — so that code which
 // would not have trained a cached model rebuilds it instead of reusing it.
-// Computed once per process, in a few milliseconds; an error means the
+// Computed once per process, in about 10 ms; an error means the
 // probe itself failed to train, which no working build does.
 func ArithmeticID() (string, error) { return arithmeticID() }
 
@@ -27,7 +31,7 @@ var arithmeticID = sync.OnceValues(computeArithmeticID)
 
 func computeArithmeticID() (string, error) {
 	cfg := Config{
-		Vocab: 13, DModel: 16, Layers: 2, Heads: 4, KVHeads: 2, DFF: 24, MaxSeq: 160,
+		Vocab: 37, DModel: 64, Layers: 2, Heads: 4, KVHeads: 2, DFF: 160, MaxSeq: 320,
 		RopeTheta: 10000, QKVBias: true, ValueHead: true,
 	}
 	m, err := New(cfg, 1)
@@ -44,7 +48,7 @@ func computeArithmeticID() (string, error) {
 		return s
 	}
 	b := Batch{
-		Tokens:   [][]int{seq(80), seq(9), seq(150)},
+		Tokens:   [][]int{seq(200), seq(9), seq(300)},
 		Prefixes: [][]int{seq(70)},
 		Prefix:   []int{0, 0, -1},
 	}

@@ -48,3 +48,11 @@ func TestArithmeticID(t *testing.T) {
 		t.Errorf("the portable kernels and AVX2 share ID %s, but round differently", p)
 	}
 }
+
+func BenchmarkArithmeticID(b *testing.B) {
+	for b.Loop() {
+		if _, err := computeArithmeticID(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
