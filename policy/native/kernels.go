@@ -99,18 +99,21 @@ func (*CPU) RMSNorm(out, rstd, x, w []float32, rows, dim int, eps float32) {
 // With y = x·r·w and r = (mean(x²)+eps)^-½:
 // dx = r·(dy⊙w) - x·r³/dim·Σ(dy⊙w⊙x) and dw = Σ_rows dy⊙x·r.
 func (k *CPU) RMSNormBackward(dx, dw, dout, x, w, rstd []float32, rows, dim int) {
-	parallelRows(rows, dim, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			simd.RMSNormBackward(dx[r*dim:(r+1)*dim], dout[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim], w[:dim], rstd[r])
-		}
-	})
 	if dw == nil {
+		parallelRows(rows, dim, func(lo, hi int) {
+			for r := lo; r < hi; r++ {
+				simd.RMSNormBackward(dx[r*dim:(r+1)*dim], dout[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim], w[:dim], rstd[r])
+			}
+		})
 		return
 	}
 	// The weight gradient is a reduction over rows: each fixed chunk of
 	// rows sums into its own partial, in row order, and the partials are
 	// added in chunk order, so the result does not depend on the number of
-	// workers.
+	// workers. The input gradient of each row is computed in the same pass,
+	// while its dout and x are in cache: one pass over them instead of two
+	// took the step's RMSNorm backward from 1.04 to 0.76 ms
+	// (BenchmarkTrainStep's shapes, interleaved).
 	const chunkRows = 128
 	chunks := (rows + chunkRows - 1) / chunkRows
 	buf := k.getScratch(chunks * dim)
@@ -121,7 +124,9 @@ func (k *CPU) RMSNormBackward(dx, dw, dout, x, w, rstd []float32, rows, dim int)
 		for c := lo; c < hi; c++ {
 			p := partial[c*dim : (c+1)*dim]
 			for r := c * chunkRows; r < min((c+1)*chunkRows, rows); r++ {
-				simd.RMSNormWeightGrad(p, dout[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim], rstd[r])
+				dr, xr := dout[r*dim:(r+1)*dim], x[r*dim:(r+1)*dim]
+				simd.RMSNormWeightGrad(p, dr, xr, rstd[r])
+				simd.RMSNormBackward(dx[r*dim:(r+1)*dim], dr, xr, w[:dim], rstd[r])
 			}
 		}
 	})
