@@ -20,11 +20,11 @@ import (
 // changes it, and so does a CPU whose kernels round differently (the
 // portable path on a machine without AVX2), but a change confined to
 // shapes it does not reach (a blocking rule for very long k, say) can go
-// unnoticed. Caches
-// of trained models key on it — the warm start's — so that code which
-// would not have trained a cached model rebuilds it instead of reusing it.
-// Computed once per process, in about 10 ms; an error means the
-// probe itself failed to train, which no working build does.
+// unnoticed. Caches of trained models key on it — the warm start's — so
+// that code which would not have trained a cached model rebuilds it
+// instead of reusing it. Computed once per process, in about 12 ms; an
+// error means the probe itself failed to train, which no working build
+// does.
 func ArithmeticID() (string, error) { return arithmeticID() }
 
 var arithmeticID = sync.OnceValues(computeArithmeticID)
