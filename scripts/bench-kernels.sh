@@ -38,9 +38,16 @@ trap 'git worktree remove --force "$base" >/dev/null 2>&1 || true; rm -rf "$work
 git worktree add --detach "$base" "$BASE" >/dev/null 2>&1
 : >"$work/results"
 
+# The library list is read whole before it is searched: with pipefail,
+# grep -q leaving early would fail the pipe (ldconfig killed by SIGPIPE)
+# and skip the OpenBLAS builds at random.
 netlib=1
-if [ -n "${SKIP_NETLIB:-}" ] || ! ldconfig -p 2>/dev/null | grep -q libopenblas; then
+libs=$(ldconfig -p 2>/dev/null || true)
+if [ -n "${SKIP_NETLIB:-}" ]; then
   netlib=0
+elif ! grep -q libopenblas <<<"$libs"; then
+  netlib=0
+  echo "== OpenBLAS not found (apt-get install libopenblas-dev): its columns are left out"
 fi
 export OPENBLAS_NUM_THREADS=1
 
@@ -51,7 +58,7 @@ export OPENBLAS_NUM_THREADS=1
 # kernels the CPU runs (PyTorch loads the same library and gets the same
 # choice). OPENBLAS_CORETYPE set by the caller is kept.
 if [ -z "${OPENBLAS_CORETYPE:-}" ] && command -v "$PYTHON" >/dev/null 2>&1; then
-  core=$(OPENBLAS_VERBOSE=2 "$PYTHON" -c 'import ctypes; ctypes.CDLL("libopenblas.so.0")' 2>&1 | sed -n 's/^Core: //p' | head -1)
+  core=$(OPENBLAS_VERBOSE=2 "$PYTHON" -c 'import ctypes; ctypes.CDLL("libopenblas.so.0")' 2>&1 | sed -n 's/^Core: //p' | sed -n 1p)
   cpuflags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
   if [ "$core" = Prescott ]; then
     case " $cpuflags " in
