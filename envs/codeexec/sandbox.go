@@ -73,6 +73,10 @@ func (c *Config) Limits() Limits {
 //     transient garbage inside a built-in (a growing byte slice) makes the
 //     real figure a small multiple of the budget (tests measure under 8x
 //     per call, with the heap peaking within 8 budgets of its baseline).
+//     That peak assumes a collector that keeps up: on a loaded machine
+//     the garbage of earlier runs stayed in the heap more than 100 MiB
+//     deep at the default budget, until a memory limit (GOMEMLIMIT, or
+//     debug.SetMemoryLimit) made the collector reach it sooner.
 //   - One built-in call runs to completion: sorting or comparing large
 //     values, or printing a 100,000-deep tuple into an error message,
 //     delays the timeout by that call's duration (tens of milliseconds at
