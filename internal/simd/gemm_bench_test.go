@@ -153,7 +153,7 @@ func BenchmarkPeak(b *testing.B) {
 // med-%peak, timed by shapeRate after the loop, as the references are):
 // on a shared virtual machine a few calls in a hundred take several times
 // longer than the rest, which the mean counts and the median does not
-// (the peak references, the best of 100 runs of 2 ms, leave such
+// (the peak references, the best of batches of 100 runs of 2 ms, leave such
 // interruptions out too). gonum's Sgemm runs on the same shape in the same
 // run (with GOMAXPROCS = workers), timed the same way (gonum-GFLOP/s,
 // x-gonum: median against median). Built with -tags netlib
