@@ -406,6 +406,10 @@ func (l *nativeLearner) Update(ctx context.Context, seqs *Sequences, opts Update
 	})
 }
 
+// testHookMiniBatch, when set by a test, runs after each optimizer step
+// of miniBatchUpdates with the number done and the number in all.
+var testHookMiniBatch func(done, all int)
+
 // miniBatchUpdates runs step on ppo_epochs passes over seqs in shuffled
 // mini-batches (seeded by opts.Seed) and averages the metrics of the
 // steps that ran; a step reporting !ok was skipped (a non-finite loss).
@@ -422,6 +426,9 @@ func miniBatchUpdates(seqs *Sequences, algo AlgoConfig, opts UpdateOptions, step
 			m, ok, err := step(mb)
 			if err != nil {
 				return st, err
+			}
+			if testHookMiniBatch != nil {
+				testHookMiniBatch(st.MiniBatches, algo.Epochs*((n+algo.MiniBatch-1)/algo.MiniBatch))
 			}
 			if !ok {
 				st.Skipped++

@@ -83,8 +83,7 @@ func (t *Trainer) newState() State {
 func (s *session) checkpoint(ctx context.Context) error {
 	s.state.ElapsedS = s.elapsed().Seconds()
 	s.state.Arithmetic, _ = native.ArithmeticID() // empty if the probe failed
-	state, err := json.MarshalIndent(jsonState{State: s.state, RandomValSuccess: nanToNil(s.state.RandomValSuccess),
-		WarmStartValSuccess: nanToNil(s.state.WarmStartValSuccess)}, "", "  ")
+	state, err := encodeState(s.state)
 	if err != nil {
 		return err
 	}
@@ -114,6 +113,12 @@ func (s *session) elapsed() time.Duration {
 	return s.priorElapsed + s.now().Sub(s.started)
 }
 
+// encodeState is the JSON of a checkpoint's trainer state.
+func encodeState(st State) ([]byte, error) {
+	return json.MarshalIndent(jsonState{State: st, RandomValSuccess: nanToNil(st.RandomValSuccess),
+		WarmStartValSuccess: nanToNil(st.WarmStartValSuccess)}, "", "  ")
+}
+
 // loadState reads the trainer state of a checkpoint and gives it this
 // run's settings.
 func (t *Trainer) loadState(dir string) (State, error) {
@@ -121,6 +126,12 @@ func (t *Trainer) loadState(dir string) (State, error) {
 	if err != nil {
 		return State{}, err
 	}
+	return t.decodeState(raw)
+}
+
+// decodeState reads encodeState's JSON and gives the state this run's
+// settings.
+func (t *Trainer) decodeState(raw []byte) (State, error) {
 	var js jsonState
 	if err := json.Unmarshal(raw, &js); err != nil {
 		return State{}, fmt.Errorf("%s: %w", stateFile, err)

@@ -151,6 +151,9 @@ type session struct {
 	// the sessions before it (see State.ElapsedS).
 	started      time.Time
 	priorElapsed time.Duration
+	// dirty: the learner has taken a step's optimizer steps and the step
+	// has not completed (see step).
+	dirty bool
 }
 
 // ErrStopped is returned by Run when a stopping rule ended the run early
@@ -170,6 +173,12 @@ func (t *Trainer) Run(ctx context.Context) error {
 	defer s.close()
 	err = s.loop(ctx)
 	if ctx.Err() != nil {
+		if s.dirty {
+			// The learner changed inside a step that then failed: its
+			// weights are no step's, and the last checkpoint stays.
+			t.log.Warn("interrupted inside a failed step: not saved; the same command resumes from the last checkpoint", "error", err)
+			return errors.Join(ctx.Err(), err)
+		}
 		// Interrupted: save what the last completed step left.
 		if serr := s.checkpoint(context.WithoutCancel(ctx)); serr != nil {
 			return errors.Join(ctx.Err(), serr)
@@ -502,8 +511,14 @@ func (s *session) loop(ctx context.Context) error {
 			return err
 		}
 		step := s.state.Step
+		// The step is complete, and what follows it (its validation, its
+		// metrics, its checkpoint) is not interrupted: an interrupt takes
+		// effect between steps, so that the run resumes on the bits of an
+		// uninterrupted one. A second interrupt quits at once
+		// (trainer/main.go); the run then resumes from its last checkpoint.
+		after := context.WithoutCancel(ctx)
 		if c.Validation.Every > 0 && step%c.Validation.Every == 0 {
-			vm, err := s.validate(ctx)
+			vm, err := s.validate(after)
 			if err != nil {
 				return err
 			}
@@ -521,7 +536,7 @@ func (s *session) loop(ctx context.Context) error {
 		done++
 		fmt.Fprintln(s.console, progressLine(step, c.Run.Steps, s.now().Sub(stepStart), s.now().Sub(start)/time.Duration(done), m))
 		if c.Checkpoint.Every > 0 && step%c.Checkpoint.Every == 0 {
-			if err := s.checkpoint(ctx); err != nil {
+			if err := s.checkpoint(after); err != nil {
 				return err
 			}
 		}
@@ -536,6 +551,10 @@ func (s *session) loop(ctx context.Context) error {
 // testHookRecorded, when set by a test, runs after each step's metrics are
 // written and before its checkpoint (a test kills the process there).
 var testHookRecorded func(step int)
+
+// testHookUpdate, when set by a test, runs at the start of each step's
+// update, before its forward passes (a test interrupts the run there).
+var testHookUpdate func(step int)
 
 // testHookTrajectories, when set by a test, sees the trajectories of each
 // step's first rollout ("train", the step being trained) and of each
@@ -552,8 +571,28 @@ func (m metrics) add(more map[string]float64) {
 }
 
 // step runs one RL step and returns its metrics. The state advances only
-// when the step completes, so an interrupted step is redone on resume.
+// when the step completes, so an interrupted step is redone on resume:
+// a step that fails before its update leaves the trainer state as it
+// found it (its rollouts have fed the collapse EMA, the regime tracker
+// and the early stops by then, and the redone step feeds them again),
+// and the update itself is not interrupted.
 func (s *session) step(ctx context.Context) (map[string]float64, error) {
+	before, err := encodeState(s.state)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.runStep(ctx)
+	if err != nil && !s.dirty {
+		st, derr := s.decodeState(before)
+		if derr != nil {
+			return nil, errors.Join(err, derr)
+		}
+		s.state = st
+	}
+	return m, err
+}
+
+func (s *session) runStep(ctx context.Context) (map[string]float64, error) {
 	c := s.cfg
 	step := s.state.Step + 1
 	m := metrics{}
@@ -599,6 +638,7 @@ func (s *session) step(ctx context.Context) (map[string]float64, error) {
 		}
 	}
 	s.state.Step, s.state.NextTrainSeed = step, next
+	s.dirty = false
 	return m, nil
 }
 
@@ -731,6 +771,9 @@ func (s *session) dynamicSampling(ctx context.Context, step int, b Batch, next u
 // log-probs, advantages, then the optimizer steps.
 func (s *session) update(ctx context.Context, step int, kept Batch, m metrics) error {
 	c := s.cfg
+	if testHookUpdate != nil {
+		testHookUpdate(step)
+	}
 	seqs := kept.Sequences()
 	if err := s.learner.Prepare(ctx, seqs); err != nil {
 		return err
@@ -747,7 +790,11 @@ func (s *session) update(ctx context.Context, step int, kept Batch, m metrics) e
 		return err
 	}
 	m.add(credit)
-	st, err := s.learner.Update(ctx, seqs, UpdateOptions{LR: s.sched.LR(step - 1), CriticLR: c.Algo.CriticLR, Seed: stepSeed(c.Run.Seed, step, 2)})
+	// The optimizer steps run to the end whatever ctx does: stopped
+	// between two mini-batches, the weights would be no step's. (A remote
+	// learner bounds each call by its own timeouts.)
+	s.dirty = true
+	st, err := s.learner.Update(context.WithoutCancel(ctx), seqs, UpdateOptions{LR: s.sched.LR(step - 1), CriticLR: c.Algo.CriticLR, Seed: stepSeed(c.Run.Seed, step, 2)})
 	if err != nil {
 		return err
 	}

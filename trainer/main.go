@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	_ "github.com/agentrl/agentrl/envs/builtin" // registers the bundled environments
@@ -53,7 +54,20 @@ var errUsage = errors.New("usage error")
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var finished atomic.Bool
+	go func() {
+		// The first interrupt asks the command to stop cleanly (train
+		// finishes its step and saves a checkpoint, which with a remote
+		// policy can take a while); from then on the signals have their
+		// default effect, so a second one ends the process at once.
+		<-ctx.Done()
+		stop()
+		if !finished.Load() {
+			fmt.Fprintln(os.Stderr, "interrupted: stopping cleanly (interrupt again to quit at once)")
+		}
+	}()
 	code := dispatch(ctx, os.Args[1:], stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr})
+	finished.Store(true)
 	stop()
 	os.Exit(code)
 }
