@@ -1,12 +1,16 @@
 package train
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/policy/native"
 )
 
 // TestInterruptAnywhereResumesOnTheSameCurve interrupts a run at points
@@ -122,5 +126,68 @@ func TestInterruptAnywhereResumesOnTheSameCurve(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestInterruptedWarmStartContinues interrupts the warm start part-way,
+// reruns the command, and requires the cached warm-start model to equal,
+// byte for byte, the one an uninterrupted warm start writes, and the
+// interrupted one's saved progress to be gone after it.
+func TestInterruptedWarmStartContinues(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := t.TempDir()
+	run := func(ctx context.Context, parent string) error {
+		tr, err := New(tinyConfig(t, filepath.Join(dir, parent, "run"), 1), quietOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Run(ctx)
+	}
+	cached := func(parent string) []byte {
+		t.Helper()
+		entries, err := filepath.Glob(filepath.Join(dir, parent, "cache", "warmstart-*"))
+		if err != nil || len(entries) != 1 {
+			t.Fatalf("cache of %s holds %v (%v), want one warm start", parent, entries, err)
+		}
+		raw, err := os.ReadFile(filepath.Join(entries[0], native.WeightsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	if err := run(context.Background(), "whole"); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	testHookWarmStep = func(step int) {
+		if step == 60 {
+			cancel()
+		}
+	}
+	err := run(ctx, "split")
+	testHookWarmStep = nil
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted run returned %v, want context.Canceled", err)
+	}
+	partial, _ := filepath.Glob(filepath.Join(dir, "split", "cache", "warmstart-*.partial"))
+	if len(partial) != 1 {
+		t.Fatalf("interrupted warm start left %v, want its saved progress", partial)
+	}
+	var resumedAt []int
+	testHookWarmStep = func(step int) { resumedAt = append(resumedAt, step) }
+	err = run(context.Background(), "split")
+	testHookWarmStep = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resumedAt) == 0 || resumedAt[0] != 60 {
+		t.Errorf("the rerun's warm start began at step %v, want 60", resumedAt[:min(len(resumedAt), 1)])
+	}
+	if !bytes.Equal(cached("whole"), cached("split")) {
+		t.Error("the continued warm start's model differs from the uninterrupted one's")
 	}
 }

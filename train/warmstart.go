@@ -5,12 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"time"
 
@@ -186,7 +189,8 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 	if !c.WarmStart.Enabled {
 		return &warmStartResult{tok: tok, model: model}, nil
 	}
-	if err := t.supervise(ctx, model, tok, demos); err != nil {
+	partial := dir + ".partial"
+	if model, err = t.supervise(ctx, model, tok, demos, partial); err != nil {
 		return nil, err
 	}
 	tokJSON, err := tokenizerJSON(tok)
@@ -196,23 +200,30 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 	if err := native.SaveCheckpoint(dir, model, nil, map[string][]byte{tokenizerFile: tokJSON}); err != nil {
 		return nil, fmt.Errorf("warm start: cache: %w", err)
 	}
+	if err := os.RemoveAll(partial); err != nil {
+		t.log.Warn("warm start: could not remove the interrupted warm start's state", "dir", partial, "err", err)
+	}
 	return &warmStartResult{tok: tok, model: model, dir: dir}, nil
 }
 
 // supervise trains model to reproduce the assistant turns of the
 // demonstrations: warm_start.steps optimizer steps of the masked
 // cross-entropy (algos.SFTLoss, token-mean), through the same step as RL
-// updates (nativeStep). The budget is a step count, so the result does not
-// depend on the machine; warm_start.max_duration, if set, may cut it short
-// and says so.
-func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *tokenizer.Tokenizer, demos []rollout.Trajectory) error {
+// updates (nativeStep), and returns the trained model. The budget is a
+// step count, so the result does not depend on the machine;
+// warm_start.max_duration, if set, may cut it short and says so.
+//
+// Interrupted, it saves its model, optimizer, step and random stream to
+// partial (beside the cache entry, under the same key) and the next run
+// continues from there, to the same bits as an uninterrupted warm start.
+func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *tokenizer.Tokenizer, demos []rollout.Trajectory, partial string) (*native.Model, error) {
 	c := t.cfg.WarmStart
 	all := &Sequences{}
 	for _, d := range demos {
 		for _, msgs := range trainingConversations(d.Messages, t.cfg.Rollout.HistoryWindow) {
 			r, err := tok.RenderTraining(msgs)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if len(r.IDs) > model.Config().MaxSeq {
 				continue
@@ -229,19 +240,36 @@ func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *token
 		}
 	}
 	if all.Len() == 0 {
-		return fmt.Errorf("warm start: every demonstration is longer than model.max_seq %d", model.Config().MaxSeq)
+		return nil, fmt.Errorf("warm start: every demonstration is longer than model.max_seq %d", model.Config().MaxSeq)
 	}
 	opt := native.NewAdamW(model, 0.9, 0.95, 1e-8, 0)
 	sched := native.Schedule{Peak: c.LR, Min: c.LR, Warmup: 30}
-	rng := rand.New(rand.NewPCG(t.cfg.Run.Seed, 0x5f7))
+	pcg := rand.NewPCG(t.cfg.Run.Seed, 0x5f7)
+	rng := rand.New(pcg)
 	start := t.now()
 	lastLog := start
 	var lossSum float64
 	var lossN, skipped int
 	step := 0
+	if p, err := loadWarmProgress(partial, model.Config(), c.Steps); err == nil {
+		model, opt, step, skipped = p.model, p.opt, p.Step, p.Skipped
+		if err := pcg.UnmarshalBinary(p.RNG); err != nil {
+			return nil, fmt.Errorf("warm start: %s: %w", partial, err)
+		}
+		t.log.Info("warm start: continuing an interrupted warm start", "step", step, "of", c.Steps, "dir", partial)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		t.log.Warn("warm start: the interrupted warm start's state is unusable; starting afresh", "dir", partial, "err", err)
+	}
 	for ; step < c.Steps; step++ {
+		if testHookWarmStep != nil {
+			testHookWarmStep(step)
+		}
 		if err := ctx.Err(); err != nil {
-			return err
+			if serr := saveWarmProgress(partial, model, opt, warmProgress{Step: step, Skipped: skipped}, pcg); serr != nil {
+				return nil, errors.Join(err, fmt.Errorf("warm start: saving its progress: %w", serr))
+			}
+			t.log.Info("warm start: interrupted; its progress is saved and the same command continues from there", "step", step, "of", c.Steps, "dir", partial)
+			return nil, err
 		}
 		if c.MaxDuration > 0 && t.now().Sub(start) >= c.MaxDuration {
 			t.log.Warn("warm start: warm_start.max_duration reached before warm_start.steps; "+
@@ -253,9 +281,11 @@ func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *token
 			idx[i] = rng.IntN(all.Len())
 		}
 		mb := all.Subset(idx)
-		m, ok, err := nativeStep(ctx, model, opt, mb, 1, sched.LR(step), "sft", sftLoss(mb))
+		// A step runs to its end (milliseconds): an interrupt is taken
+		// between steps, where the progress can be saved.
+		m, ok, err := nativeStep(context.WithoutCancel(ctx), model, opt, mb, 1, sched.LR(step), "sft", sftLoss(mb))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if !ok {
 			skipped++
@@ -271,7 +301,65 @@ func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *token
 		}
 	}
 	t.log.Info("warm start: done", "steps", step, "skipped", skipped, "sequences", all.Len(), "elapsed", t.now().Sub(start).Round(time.Second))
-	return nil
+	return model, nil
+}
+
+// testHookWarmStep, when set by a test, runs before each warm-start step
+// (a test interrupts the warm start there).
+var testHookWarmStep func(step int)
+
+// warmProgressFile holds an interrupted warm start's place, beside its
+// model and optimizer.
+const warmProgressFile = "warm_start_progress.json"
+
+// warmProgress is an interrupted warm start's place: the next step, the
+// steps skipped so far and the state of its random stream.
+type warmProgress struct {
+	Step    int    `json:"step"`
+	Skipped int    `json:"skipped"`
+	RNG     []byte `json:"rng"`
+
+	model *native.Model
+	opt   *native.AdamW
+}
+
+func saveWarmProgress(dir string, model *native.Model, opt *native.AdamW, p warmProgress, pcg *rand.PCG) error {
+	var err error
+	if p.RNG, err = pcg.MarshalBinary(); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return native.SaveCheckpoint(dir, model, opt, map[string][]byte{warmProgressFile: raw})
+}
+
+// loadWarmProgress reads what saveWarmProgress wrote, for a model of
+// config cfg and a warm start of steps steps; fs.ErrNotExist when there is
+// none.
+func loadWarmProgress(dir string, cfg native.Config, steps int) (warmProgress, error) {
+	if _, err := os.Stat(dir); err != nil {
+		return warmProgress{}, err
+	}
+	ck, err := native.LoadCheckpoint(dir)
+	if err != nil {
+		return warmProgress{}, err
+	}
+	var p warmProgress
+	if err := json.Unmarshal(ck.Extra[warmProgressFile], &p); err != nil {
+		return warmProgress{}, fmt.Errorf("%s: %w", warmProgressFile, err)
+	}
+	switch {
+	case ck.Optimizer == nil:
+		return warmProgress{}, errors.New("no optimizer state")
+	case !reflect.DeepEqual(ck.Model.Config(), cfg):
+		return warmProgress{}, errors.New("a model of another configuration")
+	case p.Step < 0 || p.Step > steps || p.Skipped < 0 || p.Skipped > p.Step:
+		return warmProgress{}, fmt.Errorf("step %d (%d skipped) out of range for %d steps", p.Step, p.Skipped, steps)
+	}
+	p.model, p.opt = ck.Model, ck.Optimizer
+	return p, nil
 }
 
 // trainingConversations splits a transcript into what the model sees when
