@@ -48,6 +48,10 @@ func subcommands() []subcommand {
 	}
 }
 
+// exitInterrupted is the exit code of a command stopped by an interrupt
+// (128 + SIGINT, as a shell reports it).
+const exitInterrupted = 130
+
 // errUsage marks errors caused by the command line itself; main exits 2.
 var errUsage = errors.New("usage error")
 
@@ -96,6 +100,11 @@ func dispatch(ctx context.Context, args []string, s stdio) int {
 		case errors.Is(err, errUsage):
 			fmt.Fprintf(s.err, "trainer %s: %v\n", name, err)
 			return 2
+		case ctx.Err() != nil && err == ctx.Err():
+			// Stopped by an interrupt, as asked, and nothing else went
+			// wrong: what the command saved it has said already.
+			fmt.Fprintf(s.err, "trainer %s: interrupted\n", name)
+			return exitInterrupted
 		default:
 			fmt.Fprintf(s.err, "trainer %s: %v\n", name, err)
 			return 1
