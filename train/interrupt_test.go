@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/agentrl/agentrl/policy/native"
@@ -110,19 +108,8 @@ func TestInterruptAnywhereResumesOnTheSameCurve(t *testing.T) {
 				t.Fatalf("resumed run: %d metrics lines, want %d", len(resumed), len(full))
 			}
 			for i := range full {
-				a, b := full[i], resumed[i]
-				for k, v := range a {
-					if strings.HasPrefix(k, "timing_s/") {
-						continue
-					}
-					if w, ok := b[k]; !ok || !(v == w || (math.IsNaN(v) && math.IsNaN(w))) {
-						t.Errorf("step %v: %s = %v uninterrupted, %v resumed", a["step"], k, v, w)
-					}
-				}
-				for k := range b {
-					if _, ok := a[k]; !ok && !strings.HasPrefix(k, "timing_s/") {
-						t.Errorf("step %v: %s only in the resumed run", b["step"], k)
-					}
+				if !sameMetrics(full[i], resumed[i]) {
+					t.Errorf("step %v differs:\nuninterrupted %v\nresumed       %v", full[i]["step"], full[i], resumed[i])
 				}
 			}
 		})

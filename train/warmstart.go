@@ -339,9 +339,6 @@ func saveWarmProgress(dir string, model *native.Model, opt *native.AdamW, p warm
 // config cfg and a warm start of steps steps; fs.ErrNotExist when there is
 // none.
 func loadWarmProgress(dir string, cfg native.Config, steps int) (warmProgress, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return warmProgress{}, err
-	}
 	ck, err := native.LoadCheckpoint(dir)
 	if err != nil {
 		return warmProgress{}, err
