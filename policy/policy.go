@@ -1,6 +1,6 @@
 // Package policy defines the Policy interface through which the rollout
 // engine and the trainer talk to a language model, whether it runs in this
-// process (policy/native) or behind an OpenAI-compatible HTTP server.
+// process (model/native) or behind an OpenAI-compatible HTTP server.
 //
 // Token in, token out: a Policy samples token ids from token-id prompts and
 // reports the log-probability of every token it sampled. Callers keep those

@@ -8,11 +8,11 @@ import (
 
 	"github.com/agentrl/agentrl/envs"
 	_ "github.com/agentrl/agentrl/envs/sokoban"
+	"github.com/agentrl/agentrl/model/local"
+	"github.com/agentrl/agentrl/model/native"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/native"
-	"github.com/agentrl/agentrl/policy/tokenizer"
 	"github.com/agentrl/agentrl/rollout"
+	"github.com/agentrl/agentrl/text/tokenizer"
 )
 
 // timedPolicy adds up the wall time spent inside the policy.

@@ -13,7 +13,7 @@ import (
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/policy/policytest"
-	"github.com/agentrl/agentrl/policy/tokenizer"
+	"github.com/agentrl/agentrl/text/tokenizer"
 )
 
 // walkEnv: reach cell Goal on a line by Left/Right; "Hang" blocks forever,

@@ -80,7 +80,7 @@ bench() {
     flags=(-tags "$tags")
     export CGO_LDFLAGS=-lopenblas
   fi
-  (cd "$dir" && go test "${flags[@]}" -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" ./policy/native) |
+  (cd "$dir" && go test "${flags[@]}" -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" ./model/native) |
     awk -v l="$label" '
       /^BenchmarkTrainStep/ { for (i = 1; i <= NF; i++) if ($i == "ms/step") print l, "train-ms/step", $(i-1) }
       /^BenchmarkSample\/batch1-/ { for (i = 1; i <= NF; i++) if ($i == "tok/s") print l, "sample1-tok/s", $(i-1) }

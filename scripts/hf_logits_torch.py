@@ -2,7 +2,7 @@
 """An independent reference for the logits of a Hugging Face decoder directory.
 
 It implements, in plain PyTorch and without transformers, the forward pass
-of the two architectures agentrl loads (policy/native.LoadHF) as Hugging
+of the two architectures agentrl loads (model/native.LoadHF) as Hugging
 Face's modeling_qwen2.py and modeling_llama.py define them:
 
   * Qwen2ForCausalLM (model_type "qwen2"): q/k/v projections with biases,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The training step of BenchmarkTrainStep (policy/native/bench_test.go) in
+"""The training step of BenchmarkTrainStep (model/native/bench_test.go) in
 PyTorch on the CPU, as a speed reference: the same Llama/Qwen2-style decoder
 (d_model 128, 2 layers, 4 heads of 32, SwiGLU d_ff 352, vocab 512, tied
 embeddings, RMSNorm, rotate-half RoPE), 8 sequences of 256 random tokens,

@@ -16,7 +16,7 @@ import (
 // collapse step of a training run does (collapse.samples pairs per
 // scheme, the first-turn and trajectory schemes as cfg selects), for
 // trainer eval: any policy that scores token ids will do, in process or
-// served (policy/vllm scores through prompt_logprobs), so the collapse of
+// served (client/vllm scores through prompt_logprobs), so the collapse of
 // any checkpoint or served model can be checked. seed seeds the choice of
 // pairs. It also returns the regime the collapse alarm reads from them (a
 // first reading: the midpoint thresholds of cfg.Alarm), or "" when the

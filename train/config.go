@@ -17,7 +17,7 @@ import (
 
 	"github.com/agentrl/agentrl/algos"
 	"github.com/agentrl/agentrl/internal/yamlpath"
-	"github.com/agentrl/agentrl/policy/native"
+	"github.com/agentrl/agentrl/model/native"
 	"github.com/agentrl/agentrl/rollout"
 )
 
@@ -178,7 +178,7 @@ type ModelConfig struct {
 	LoRA LoRAConfig `yaml:"lora"`
 }
 
-// LoRAConfig trains the actor's LoRA adapters (policy/native's LoRA, as
+// LoRAConfig trains the actor's LoRA adapters (model/native's LoRA, as
 // PEFT defines them) while its weights stay frozen. The critic, if any,
 // trains in full.
 type LoRAConfig struct {

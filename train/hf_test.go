@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/policy/hftest"
-	"github.com/agentrl/agentrl/policy/local"
+	"github.com/agentrl/agentrl/model/hftest"
+	"github.com/agentrl/agentrl/model/local"
 )
 
 // TestTrainFromHFDir trains a tiny Hugging Face model (model.init), checks

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/agentrl/agentrl/policy/native"
+	"github.com/agentrl/agentrl/model/native"
 )
 
 // TestInterruptAnywhereResumesOnTheSameCurve interrupts a run at points

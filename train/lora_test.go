@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/model/hftest"
+	"github.com/agentrl/agentrl/model/local"
+	"github.com/agentrl/agentrl/model/native"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/hftest"
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/native"
 )
 
 // TestLoRARunResumes trains adapters (model.lora) on the warm-started

@@ -15,10 +15,10 @@ import (
 	"path/filepath"
 
 	"github.com/agentrl/agentrl/algos"
+	"github.com/agentrl/agentrl/model/local"
+	"github.com/agentrl/agentrl/model/native"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/native"
-	"github.com/agentrl/agentrl/policy/tokenizer"
+	"github.com/agentrl/agentrl/text/tokenizer"
 )
 
 // Directories of a native learner's checkpoint besides the actor's files,

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrl/agentrl/client/vllm"
 	"github.com/agentrl/agentrl/internal/atomicdir"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/vllm"
 )
 
 // adaptersDir is the default server.adapter_dir inside the run directory.

@@ -19,20 +19,20 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentrl/agentrl/model/hftest"
+	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/hftest"
-	"github.com/agentrl/agentrl/policy/local"
 	"github.com/agentrl/agentrl/policy/policytest"
-	"github.com/agentrl/agentrl/policy/serve"
 	"github.com/agentrl/agentrl/rollout"
+	"github.com/agentrl/agentrl/server/openaiapi"
 )
 
-// loopbackServer stands in for vLLM on loopback: policy/serve over a
+// loopbackServer stands in for vLLM on loopback: server/openaiapi over a
 // policy, loading LoRA adapters from a directory as `trainer serve
 // -checkpoint BASE -lora-dir DIR` does, with a record of the load and
 // unload requests it answered.
 type loopbackServer struct {
-	srv *serve.Server
+	srv *openaiapi.Server
 	ts  *httptest.Server
 
 	mu    sync.Mutex
@@ -42,7 +42,7 @@ type loopbackServer struct {
 // startLoopback serves p (with adapters loaded by load, from adapterDir).
 func startLoopback(t *testing.T, p policy.Policy, adapterDir string, load func(context.Context, string) (policy.Policy, error)) *loopbackServer {
 	t.Helper()
-	ls := &loopbackServer{srv: serve.New(p, serve.Options{AdapterDir: adapterDir, LoadAdapter: load,
+	ls := &loopbackServer{srv: openaiapi.New(p, openaiapi.Options{AdapterDir: adapterDir, LoadAdapter: load,
 		Logger: slog.New(slog.DiscardHandler)})}
 	ls.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentrl/agentrl/algos"
 	"github.com/agentrl/agentrl/internal/atomicdir"
-	"github.com/agentrl/agentrl/policy/native"
+	"github.com/agentrl/agentrl/model/native"
 )
 
 // stateFile is the trainer's state inside a checkpoint, beside the

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/algos"
+	"github.com/agentrl/agentrl/client/tinker"
+	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/tinker"
 )
 
 // tinkerFile is the record of a Tinker learner's checkpoint: the server's

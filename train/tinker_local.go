@@ -10,13 +10,13 @@ import (
 	"os"
 	"time"
 
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/tinkerserve"
+	"github.com/agentrl/agentrl/model/local"
+	"github.com/agentrl/agentrl/server/tinkerapi"
 )
 
 func init() { startLocalTinker = serveLocalTinker }
 
-// serveLocalTinker starts policy/tinkerserve on p, listening on a loopback
+// serveLocalTinker starts server/tinkerapi on p, listening on a loopback
 // port: the run then speaks the Tinker API over HTTP to its own process,
 // exactly as to a remote server. The saved weights stay in stateDir, so
 // that a resumed run's new server loads them. A forward pass takes a whole
@@ -26,7 +26,7 @@ func serveLocalTinker(ctx context.Context, p *local.Policy, stateDir string, log
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return "", "", nil, err
 	}
-	srv, err := tinkerserve.New(p, tinkerserve.Options{Dir: stateDir, Logger: log, MaxForwardTokens: 1 << 24, MaxData: 1 << 16})
+	srv, err := tinkerapi.New(p, tinkerapi.Options{Dir: stateDir, Logger: log, MaxForwardTokens: 1 << 24, MaxData: 1 << 16})
 	if err != nil {
 		return "", "", nil, err
 	}

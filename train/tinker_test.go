@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/tinkerserve"
+	"github.com/agentrl/agentrl/server/tinkerapi"
 )
 
 // tinkerBatch samples a batch from p: random prompts, sampled replies
@@ -213,15 +213,15 @@ func TestTinkerServerRestartMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	state := filepath.Join(dir, "state")
-	newServer := func() *tinkerserve.Server {
-		s, err := tinkerserve.New(p, tinkerserve.Options{Dir: state, Logger: quietOptions().Logger})
+	newServer := func() *tinkerapi.Server {
+		s, err := tinkerapi.New(p, tinkerapi.Options{Dir: state, Logger: quietOptions().Logger})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	var current atomic.Pointer[tinkerserve.Server]
+	var current atomic.Pointer[tinkerapi.Server]
 	current.Store(newServer())
 	var optimSteps atomic.Int32
 	restartAfter := int32(3) // mid-run: after the third optimizer step

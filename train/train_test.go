@@ -18,10 +18,10 @@ import (
 
 	_ "github.com/agentrl/agentrl/envs/sokoban"
 	"github.com/agentrl/agentrl/internal/simd"
+	"github.com/agentrl/agentrl/model/native"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/native"
-	"github.com/agentrl/agentrl/policy/tokenizer"
 	"github.com/agentrl/agentrl/rollout"
+	"github.com/agentrl/agentrl/text/tokenizer"
 )
 
 // tinyConfig is a run small enough for the test suite: a 2-layer 32-wide

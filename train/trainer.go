@@ -42,9 +42,9 @@ import (
 	"github.com/agentrl/agentrl/internal/atomicdir"
 	"github.com/agentrl/agentrl/internal/runlock"
 	"github.com/agentrl/agentrl/internal/yamlpath"
+	"github.com/agentrl/agentrl/model/local"
+	"github.com/agentrl/agentrl/model/native"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/native"
 	"github.com/agentrl/agentrl/rollout"
 )
 

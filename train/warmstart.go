@@ -17,11 +17,11 @@ import (
 	"slices"
 	"time"
 
+	"github.com/agentrl/agentrl/model/local"
+	"github.com/agentrl/agentrl/model/native"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/native"
-	"github.com/agentrl/agentrl/policy/tokenizer"
 	"github.com/agentrl/agentrl/rollout"
+	"github.com/agentrl/agentrl/text/tokenizer"
 )
 
 // warmSeedBase is where warm-start demonstration seeds start, far from the

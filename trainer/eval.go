@@ -10,12 +10,12 @@ import (
 	"strings"
 
 	"github.com/agentrl/agentrl/algos"
+	"github.com/agentrl/agentrl/client/openaichat"
+	"github.com/agentrl/agentrl/client/vllm"
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/internal/stats"
+	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/openaichat"
-	"github.com/agentrl/agentrl/policy/vllm"
 	"github.com/agentrl/agentrl/rollout"
 	"github.com/agentrl/agentrl/train"
 )

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/native"
-	"github.com/agentrl/agentrl/policy/serve"
-	"github.com/agentrl/agentrl/policy/tokenizer"
+	"github.com/agentrl/agentrl/model/local"
+	"github.com/agentrl/agentrl/model/native"
+	"github.com/agentrl/agentrl/server/openaiapi"
+	"github.com/agentrl/agentrl/text/tokenizer"
 	"github.com/agentrl/agentrl/train"
 )
 
@@ -46,7 +46,7 @@ func TestEvalCheckpointAndServerAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serve.New(p, serve.Options{})
+	srv := openaiapi.New(p, openaiapi.Options{})
 	defer srv.Close()
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
@@ -92,7 +92,7 @@ func standInModelServer(t *testing.T, name string, maxSeq int) *httptest.Server 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := serve.New(p, serve.Options{})
+	srv := openaiapi.New(p, openaiapi.Options{})
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	return ts

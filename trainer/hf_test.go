@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentrl/agentrl/model/hftest"
+	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/hftest"
-	"github.com/agentrl/agentrl/policy/local"
 )
 
 // TestEvalAndServeHFDir: eval and serve take a Hugging Face model directory

@@ -11,16 +11,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrl/agentrl/client/tinker"
+	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/serve"
-	tinkerapi "github.com/agentrl/agentrl/policy/tinker"
-	"github.com/agentrl/agentrl/policy/tinkerserve"
+	"github.com/agentrl/agentrl/server/openaiapi"
+	"github.com/agentrl/agentrl/server/tinkerapi"
 )
 
 // runServe serves a checkpoint (native, or a Hugging Face model directory)
 // over vLLM's OpenAI-compatible HTTP API (/v1) and, with -tinker, the
-// Tinker training and sampling API (/api/v1, policy/tinkerserve) on the
+// Tinker training and sampling API (/api/v1, server/tinkerapi) on the
 // same listener, until ctx ends (SIGINT or SIGTERM), then shuts down
 // gracefully.
 func runServe(ctx context.Context, args []string, s stdio) error {
@@ -36,7 +36,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		maxTokens   = fs.Int("max-tokens", 0, "largest max_tokens a request may ask for (0: the context length)")
 		maxN        = fs.Int("max-n", 128, "largest n (samples per prompt) of a request")
 		loraDir     = fs.String("lora-dir", "", "enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter, loading only adapters inside this directory (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING)")
-		tinker      = fs.Bool("tinker", true, "also serve the Tinker API (training and sampling) under /api/v1")
+		withTinker  = fs.Bool("tinker", true, "also serve the Tinker API (training and sampling) under /api/v1")
 		tinkerDir   = fs.String("tinker-dir", "", "the Tinker API's state directory, where saved weights live (default: a temporary directory removed at exit)")
 		verbose     = fs.Bool("v", false, "log every request")
 		loras       loraModules
@@ -86,9 +86,9 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	}
 	window := *batchWindow
 	if window == 0 {
-		window = -1 // serve.Options: negative means no waiting
+		window = -1 // openaiapi.Options: negative means no waiting
 	}
-	opts := serve.Options{
+	opts := openaiapi.Options{
 		Model: p.Info().Name, APIKey: *apiKey, MaxTokensCap: *maxTokens, MaxN: *maxN,
 		MaxBatch: *maxBatch, BatchWindow: window, Logger: log,
 	}
@@ -102,7 +102,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		opts.AdapterDir = *loraDir
 		opts.LoadAdapter = func(_ context.Context, dir string) (policy.Policy, error) { return p.WithPEFT(dir, "") }
 	}
-	srv := serve.New(p, opts)
+	srv := openaiapi.New(p, opts)
 	defer srv.Close()
 	for _, l := range loras {
 		if err := srv.AddAdapter(ctx, l.name, l.path, false); err != nil {
@@ -113,7 +113,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	var handler http.Handler = srv
 	var closing func()
 	stateDir := ""
-	if *tinker {
+	if *withTinker {
 		if stateDir = *tinkerDir; stateDir == "" {
 			if stateDir, err = os.MkdirTemp("", "agentrl-tinker-"); err != nil {
 				return fmt.Errorf("tinker state directory: %w", err)
@@ -121,7 +121,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 			defer os.RemoveAll(stateDir)
 			log.Info("tinker: state in a temporary directory, removed at exit: saved weights do not outlive the server (set -tinker-dir to keep them)", "dir", stateDir)
 		}
-		tk, err := tinkerserve.New(p, tinkerserve.Options{Model: srv.Model(), Dir: stateDir, APIKey: *apiKey, Logger: log})
+		tk, err := tinkerapi.New(p, tinkerapi.Options{Model: srv.Model(), Dir: stateDir, APIKey: *apiKey, Logger: log})
 		if err != nil {
 			return err
 		}
@@ -134,8 +134,8 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		attrs := []any{"url", "http://" + a.String() + "/v1", "model", srv.Model(),
 			"max_model_len", info.MaxContext, "api_key", *apiKey != "", "checkpoint", *checkpoint,
 			"adapters", srv.Adapters(), "lora_dir", *loraDir}
-		if *tinker {
-			attrs = append(attrs, "tinker_url", "http://"+a.String()+tinkerapi.APIPrefix, "tinker_dir", stateDir)
+		if *withTinker {
+			attrs = append(attrs, "tinker_url", "http://"+a.String()+tinker.APIPrefix, "tinker_dir", stateDir)
 		}
 		log.Info("serving", attrs...)
 	}, closing)
@@ -145,7 +145,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 // the OpenAI-compatible one.
 func mountTinker(openai, tk http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == tinkerapi.APIPrefix || strings.HasPrefix(r.URL.Path, tinkerapi.APIPrefix+"/") {
+		if r.URL.Path == tinker.APIPrefix || strings.HasPrefix(r.URL.Path, tinker.APIPrefix+"/") {
 			tk.ServeHTTP(w, r)
 			return
 		}

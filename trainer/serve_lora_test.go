@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/model/local"
+	"github.com/agentrl/agentrl/model/native"
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/local"
-	"github.com/agentrl/agentrl/policy/native"
 )
 
 // writeTinyAdapter saves a PEFT adapter (nonzero B) for the checkpoint in

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentrl/agentrl/policy/native"
-	"github.com/agentrl/agentrl/policy/tokenizer"
+	"github.com/agentrl/agentrl/model/native"
+	"github.com/agentrl/agentrl/text/tokenizer"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader at once.

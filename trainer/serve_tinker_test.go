@@ -9,8 +9,8 @@ import (
 	"regexp"
 	"testing"
 
-	wire "github.com/agentrl/agentrl/policy/tinker"
-	"github.com/agentrl/agentrl/policy/tokenizer"
+	wire "github.com/agentrl/agentrl/client/tinker"
+	"github.com/agentrl/agentrl/text/tokenizer"
 )
 
 // tinkerRun posts a Tinker work request, waits for its result through

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentrl/agentrl/policy/hftest"
+	"github.com/agentrl/agentrl/model/hftest"
 	"github.com/agentrl/agentrl/train"
 )
 

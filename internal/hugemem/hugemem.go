@@ -8,7 +8,7 @@
 // On Linux with transparent huge pages in "madvise" mode (a common
 // default), memory is backed by 2 MiB pages only where a program asks for
 // it, and Go's heap does not ask. Measured on a 2-vCPU Xeon VM with
-// BenchmarkTrainStepHugePages (policy/native: two models stepping in turn
+// BenchmarkTrainStepHugePages (model/native: two models stepping in turn
 // in one process), the model whose weights, optimizer moments and training
 // workspace were on huge pages took 0.6–2.8% less time per step at the
 // median in four runs of 150 pairs, and was the faster in 58% of the 600

