@@ -3,6 +3,8 @@ package train
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"os"
@@ -79,7 +81,7 @@ func TestIdentityKeysAndMismatch(t *testing.T) {
 	}
 	identity := func(c Config) runIdentity {
 		t.Helper()
-		tr, err := New(c, quietOptions())
+		tr, err := New(c, unitOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,8 +151,8 @@ func TestConfigChecksKLAndWarmStartKeys(t *testing.T) {
 		t.Errorf("KL in reward with a windowed group estimator: %v", err)
 	}
 	cfg, err := Parse([]byte("algo:\n  use_kl_in_reward: true\n  kl_coef: 0.1\nrollout:\n  history_window: 0\n"), nil)
-	if err != nil || !cfg.needsReference() {
-		t.Errorf("KL in reward over whole conversations: %v, reference %v", err, cfg.needsReference())
+	if err != nil || !cfg.NeedsReference() {
+		t.Errorf("KL in reward over whole conversations: %v, reference %v", err, cfg.NeedsReference())
 	}
 	_, err = Parse([]byte("warm_start:\n  duration: 100s\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), "warm_start.steps") {
@@ -163,6 +165,13 @@ func TestConfigChecksKLAndWarmStartKeys(t *testing.T) {
 	if es := cfg.earlyStop(); es.Patience == 0 || es.EmptyStopSteps != 7 {
 		t.Errorf("early-stop settings %+v", es)
 	}
+}
+
+// unitOptions are quiet Options whose learner cannot be built: the unit
+// tests of the package drive its parts without one.
+func unitOptions() Options {
+	return Options{Logger: slog.New(slog.DiscardHandler), Console: io.Discard,
+		Learner: func(context.Context, *Start) (Learner, error) { return nil, errors.New("no learner in unit tests") }}
 }
 
 // fakeLearner records what the loop hands it.
@@ -206,7 +215,7 @@ func TestUpdateMapsKeptGroupsToSequences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := New(cfg, quietOptions())
+	tr, err := New(cfg, unitOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,10 +227,10 @@ func TestUpdateMapsKeptGroupsToSequences(t *testing.T) {
 	b := newBatch([]rollout.Trajectory{windowed(0, 1, 2), windowed(0, 1, 2), windowed(1, 1, 1), windowed(1, 0, 3)})
 	kept := b.Select([]int{1})
 	m := metrics{}
-	if err := s.update(context.Background(), 3, kept, m); err != nil {
+	seqs, err := s.prepare(context.Background(), 3, kept, m)
+	if err != nil {
 		t.Fatal(err)
 	}
-	seqs := fake.updated
 	if fake.prepared != seqs || seqs.Len() != 4 || !slices.Equal(seqs.Episode, []int{0, 1, 1, 1}) {
 		t.Fatalf("sequences: %+v", seqs)
 	}
@@ -231,19 +240,25 @@ func TestUpdateMapsKeptGroupsToSequences(t *testing.T) {
 			t.Errorf("sequence %d: advantages %v, want %v on the reply", i, seqs.Advantages[i], want)
 		}
 	}
-	if fake.opts.LR != s.sched.LR(2) || fake.opts.Seed != stepSeed(cfg.Run.Seed, 3, 2) {
-		t.Errorf("options %+v", fake.opts)
+	// Step 3's learning rate is the warmup schedule's after 2 steps.
+	if o := s.updateOptions(3); o.LR != 0.75 || o.Seed != seed(cfg.Run.Seed, 3, streamUpdate, 0) || o.CriticLR != cfg.Algo.CriticLR {
+		t.Errorf("options %+v", o)
 	}
-	if m["actor/pg_loss"] != 1 || m["actor/kept_trajectories"] != 2 || s.state.NaNStreak != 0 {
-		t.Errorf("metrics %v, streak %d", m, s.state.NaNStreak)
-	}
-	fake.skip = 1
-	for range cfg.Run.NaNStopStreak {
-		if err := s.update(context.Background(), 4, kept, metrics{}); err != nil {
-			t.Fatal(err)
+}
+
+// TestSkippedUpdatesStopTheRun: run.nan_stop_streak steps in a row whose
+// updates skipped mini-batches stop the run; a clean step in between
+// starts the count again.
+func TestSkippedUpdatesStopTheRun(t *testing.T) {
+	st := State{}
+	skipped, clean := UpdateStats{MiniBatches: 2, Skipped: 1}, UpdateStats{MiniBatches: 2}
+	for i, u := range []UpdateStats{skipped, skipped, clean, skipped, skipped} {
+		if st.observeUpdate(u, 3) != (u.Skipped > 0) || st.Stopped != "" {
+			t.Fatalf("step %d: streak %d, stopped %q", i, st.NaNStreak, st.Stopped)
 		}
 	}
-	if s.state.Stopped == "" {
-		t.Error("skipped updates in a row did not stop the run")
+	st.observeUpdate(skipped, 3)
+	if st.NaNStreak != 3 || st.Stopped == "" {
+		t.Errorf("three skipped steps in a row: streak %d, stopped %q", st.NaNStreak, st.Stopped)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"time"
 
@@ -22,29 +23,59 @@ import (
 // first reading: the midpoint thresholds of cfg.Alarm), or "" when the
 // trajectories hold too few distinct prompts to tell apart.
 func CollapseMetrics(ctx context.Context, p policy.Policy, trajs []rollout.Trajectory, cfg CollapseConfig, seed uint64) (map[string]float64, algos.Regime, error) {
-	m, err := collapseMetrics(ctx, p, trajs, cfg, algos.NewCollapseEMA(), rand.New(rand.NewPCG(seed, 0)))
+	r, err := readCollapse(ctx, p, trajs, cfg, seed)
 	if err != nil {
 		return nil, "", err
 	}
+	m := r.fold(algos.NewCollapseEMA())
 	prefix := algos.SchemeFirstTurn
 	if !cfg.FirstTurn {
 		prefix = algos.SchemeTrajectory
 	}
-	r, ok := algos.ReadingFromMetrics(m, prefix)
+	reading, ok := algos.ReadingFromMetrics(m, prefix)
 	if !ok {
 		return m, "", nil
 	}
 	tracker := algos.RegimeTracker{Config: cfg.Alarm.RegimeConfig}
-	regime, _ := tracker.Observe(r)
+	regime, _ := tracker.Observe(reading)
 	return m, regime, nil
 }
 
-// collapseMetrics computes the template-collapse (mutual information)
-// metrics on the unfiltered batch: reasoning chains Z (the tokens strictly
-// between <think> and </think>) scored under every sampled prompt X (the
-// conversation up to and including the turn's <think>), by the current
-// policy, with the token ids the policy produced.
-func collapseMetrics(ctx context.Context, p policy.Policy, trajs []rollout.Trajectory, cfg CollapseConfig, ema *algos.CollapseEMA, rng *rand.Rand) (map[string]float64, error) {
+// collapseReading is one step's template-collapse measurement, before the
+// run's cross-step EMA folds it in.
+type collapseReading struct {
+	// metrics are the metrics that do not depend on earlier steps.
+	metrics map[string]float64
+	// schemes are the collapse results of each sampling scheme measured,
+	// in order.
+	schemes []schemeResult
+}
+
+type schemeResult struct {
+	name string
+	res  algos.CollapseResult
+}
+
+// fold feeds the reading's results to the cross-step EMA (in scheme
+// order) and returns all of the step's collapse metrics.
+func (r collapseReading) fold(ema *algos.CollapseEMA) map[string]float64 {
+	m := maps.Clone(r.metrics)
+	for _, sr := range r.schemes {
+		res := sr.res
+		ema.Update(sr.name, &res)
+		maps.Copy(m, res.Metrics(sr.name))
+	}
+	return m
+}
+
+// readCollapse measures template collapse (the mutual information between
+// prompts and reasoning) on the unfiltered batch: reasoning chains Z (the
+// tokens strictly between <think> and </think>) scored under every sampled
+// prompt X (the conversation up to and including the turn's <think>), by
+// the current policy, with the token ids the policy produced. seed seeds
+// the choice of pairs.
+func readCollapse(ctx context.Context, p policy.Policy, trajs []rollout.Trajectory, cfg CollapseConfig, seed uint64) (collapseReading, error) {
+	rng := rand.New(rand.NewPCG(seed, 0))
 	start := time.Now()
 	turns := make([]algos.TrajectoryTurns, len(trajs))
 	for i, tr := range trajs {
@@ -54,6 +85,7 @@ func collapseMetrics(ctx context.Context, p policy.Policy, trajs []rollout.Traje
 		}
 	}
 	metrics := map[string]float64{"collapse/valid_thinking_rate": algos.ValidThinkingRate(turns)}
+	var schemes []schemeResult
 	type scheme struct {
 		name   string
 		on     bool
@@ -69,7 +101,7 @@ func collapseMetrics(ctx context.Context, p policy.Policy, trajs []rollout.Traje
 		schemeStart := time.Now()
 		ps, err := s.sample(rng, turns, cfg.Samples)
 		if err != nil {
-			return nil, err
+			return collapseReading{}, err
 		}
 		if s.name == algos.SchemeFirstTurn {
 			for k, v := range ps.FirstTurnCountMetrics() {
@@ -107,7 +139,7 @@ func collapseMetrics(ctx context.Context, p policy.Policy, trajs []rollout.Traje
 		}
 		scores, err := p.Score(ctx, reqs)
 		if err != nil {
-			return nil, err
+			return collapseReading{}, err
 		}
 		rows := len(ps.Pairs)
 		in := algos.CollapseInput{LSum: make([][]float64, rows), ReasoningLen: make([]int, rows), Col: ps.Col, ColKey: algos.ColumnKeys(prompts)}
@@ -127,12 +159,9 @@ func collapseMetrics(ctx context.Context, p policy.Policy, trajs []rollout.Traje
 		if errors.Is(err, algos.ErrTooFewColumns) {
 			continue
 		} else if err != nil {
-			return nil, err
+			return collapseReading{}, err
 		}
-		ema.Update(s.name, &res)
-		for k, v := range res.Metrics(s.name) {
-			metrics[k] = v
-		}
+		schemes = append(schemes, schemeResult{s.name, res})
 		right, checked := make([]bool, rows), make([]bool, rows)
 		for r, pr := range ps.Pairs {
 			right[r], checked[r] = trajs[pr.Traj].Turns[pr.Turn].RationaleRight()
@@ -143,17 +172,17 @@ func collapseMetrics(ctx context.Context, p policy.Policy, trajs []rollout.Traje
 		metrics["timing_s/"+s.name] = time.Since(schemeStart).Seconds()
 	}
 	metrics["timing_s/collapse_total"] = time.Since(start).Seconds()
-	return metrics, nil
+	return collapseReading{metrics: metrics, schemes: schemes}, nil
 }
 
-// collapseAlarm feeds the collapse metrics to the regime classifier, logs
-// and shows every change of regime with the statistics and a sample
-// transcript, and stops the run on the regimes collapse.alarm.stop_on
-// names.
-func (s *session) collapseAlarm(step int, cm map[string]float64, trajs []rollout.Trajectory, m metrics) {
+// collapseAlarm feeds the step's collapse metrics to the regime
+// classifier tracker, logs and shows every change of regime with the
+// statistics and a sample transcript, and returns why the run stops when
+// the regime entered is one collapse.alarm.stop_on names ("" otherwise).
+func (s *session) collapseAlarm(step int, cm map[string]float64, trajs []rollout.Trajectory, tracker *algos.RegimeTracker, m metrics) string {
 	a := s.cfg.Collapse.Alarm
 	if !a.Enabled {
-		return
+		return ""
 	}
 	prefix := algos.SchemeFirstTurn
 	if !s.cfg.Collapse.FirstTurn {
@@ -161,14 +190,14 @@ func (s *session) collapseAlarm(step int, cm map[string]float64, trajs []rollout
 	}
 	r, ok := algos.ReadingFromMetrics(cm, prefix)
 	if !ok {
-		return // too few distinct prompts this step to tell anything apart
+		return "" // too few distinct prompts this step to tell anything apart
 	}
-	prev := s.state.Regime.Regime
-	regime, changed := s.state.Regime.Observe(r)
-	m.add(s.state.Regime.Metrics(r))
+	prev := tracker.Regime
+	regime, changed := tracker.Observe(r)
+	m.add(tracker.Metrics(r))
 	m["collapse/regime_changed"] = 0
 	if !changed {
-		return
+		return ""
 	}
 	m["collapse/regime_changed"] = 1
 	sample := ""
@@ -193,7 +222,8 @@ func (s *session) collapseAlarm(step int, cm map[string]float64, trajs []rollout
 		step, from, regime, r.Dependence(), r.Entropy, sample)
 	for _, stop := range a.StopOn {
 		if algos.Regime(stop) == regime {
-			s.state.Stopped = fmt.Sprintf("collapse alarm: the reasoning regime became %s at step %d", regime, step)
+			return fmt.Sprintf("collapse alarm: the reasoning regime became %s at step %d", regime, step)
 		}
 	}
+	return ""
 }

@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/agentrl/agentrl/algos"
@@ -47,7 +46,8 @@ func TestCollapseMetricsCrossRetrievalWithGroundTruth(t *testing.T) {
 		})
 	}
 	cfg := CollapseConfig{Samples: 0, FirstTurn: true}
-	m, err := collapseMetrics(context.Background(), groupScorer{}, trajs, cfg, algos.NewCollapseEMA(), rand.New(rand.NewPCG(1, 2)))
+	r, err := readCollapse(context.Background(), groupScorer{}, trajs, cfg, 1)
+	m := r.fold(algos.NewCollapseEMA())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,10 @@ import (
 // unknown key anywhere is an error naming it. Keys left out keep the values
 // of Default (with the algorithm preset named by algo.preset).
 type Config struct {
+	// Learner names the registered learner that trains the run (see
+	// RegisterLearner); empty picks "tinker" with tinker.url and "native"
+	// otherwise.
+	Learner    string           `yaml:"learner,omitempty"`
 	Run        RunConfig        `yaml:"run"`
 	Env        EnvConfig        `yaml:"env"`
 	Rollout    rollout.Config   `yaml:"rollout"`
@@ -197,9 +201,16 @@ type LoRAConfig struct {
 // Enabled reports whether the run trains adapters.
 func (c LoRAConfig) Enabled() bool { return c.Rank > 0 }
 
-// native returns the adapters' configuration, their initialisation seeded
-// by the run's seed.
-func (c LoRAConfig) native(runSeed uint64) native.LoRAConfig {
+// Native returns the embedded model's architecture for a vocabulary of
+// vocab ids.
+func (m ModelConfig) Native(vocab int) native.Config {
+	return native.Config{Vocab: vocab, DModel: m.DModel, Layers: m.Layers, Heads: m.Heads, KVHeads: m.KVHeads,
+		DFF: m.DFF, MaxSeq: m.MaxSeq, TieEmbeddings: true}
+}
+
+// Native returns the adapters' configuration for the native model, their
+// initialisation seeded by the run's seed.
+func (c LoRAConfig) Native(runSeed uint64) native.LoRAConfig {
 	// The critic's initialisation uses runSeed+1.
 	return native.LoRAConfig{Rank: c.Rank, Alpha: c.Alpha, Dropout: c.Dropout, Targets: slices.Clone(c.Targets), Seed: runSeed + 2}
 }
@@ -455,7 +466,9 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
-	check(c.Run.Steps >= 0, "run.steps: must be >= 0, got %d", c.Run.Steps)
+	check(c.Run.Steps >= 0 && c.Run.Steps < maxSeedStep, "run.steps: must be >= 0 and below %d, got %d", maxSeedStep, c.Run.Steps)
+	check(c.Learner == "" || c.Learner == LearnerTinker || !c.Tinker.Enabled(),
+		"learner: %q does not run on a Tinker server; tinker.url applies to the tinker learner", c.Learner)
 	check(c.Run.Groups >= 1, "run.groups: must be at least 1, got %d", c.Run.Groups)
 	check(c.Run.GroupSize >= 1, "run.group_size: must be at least 1, got %d", c.Run.GroupSize)
 	check(c.Run.Out != "", "run.out: must name a directory")
@@ -487,7 +500,8 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("filter: %w", err))
 	}
 	check(c.Filter.EmptyStopSteps >= 1, "filter.empty_stop_steps: must be at least 1, got %d", c.Filter.EmptyStopSteps)
-	check(!c.Filter.DynamicSampling || c.Filter.MaxSampleRounds >= 1, "filter.max_sample_rounds: must be at least 1, got %d", c.Filter.MaxSampleRounds)
+	check(!c.Filter.DynamicSampling || (c.Filter.MaxSampleRounds >= 1 && c.Filter.MaxSampleRounds <= maxSeedRound),
+		"filter.max_sample_rounds: must be between 1 and %d, got %d", maxSeedRound, c.Filter.MaxSampleRounds)
 	check(c.Collapse.Every >= 0, "collapse.every: must be >= 0, got %d", c.Collapse.Every)
 	check(c.Collapse.Samples >= 2, "collapse.samples: must be at least 2, got %d", c.Collapse.Samples)
 	if c.Collapse.Alarm.Enabled {
@@ -613,6 +627,39 @@ func (c *Config) earlyStop() algos.EarlyStopConfig {
 	return e
 }
 
-// needsReference reports whether any KL term needs the frozen reference
+// NeedsReference reports whether any KL term needs the frozen reference
 // policy.
-func (c *Config) needsReference() bool { return c.Algo.UseKLLoss || c.Algo.UseKLInReward }
+func (c *Config) NeedsReference() bool { return c.Algo.UseKLLoss || c.Algo.UseKLInReward }
+
+// Names of the learners and samplers the configuration can select.
+const (
+	// LearnerNative trains in this process (train/inprocess).
+	LearnerNative = "native"
+	// LearnerTinker trains on a Tinker API server (train/tinkerlearner).
+	LearnerTinker = "tinker"
+	// SamplerServed samples on a vLLM-compatible server that loads the
+	// learner's LoRA adapters (train/served).
+	SamplerServed = "served"
+)
+
+// LearnerName is the name of the learner that trains the run: the learner
+// key, or by default "tinker" with tinker.url and "native" otherwise.
+func (c *Config) LearnerName() string {
+	switch {
+	case c.Learner != "":
+		return c.Learner
+	case c.Tinker.Enabled():
+		return LearnerTinker
+	default:
+		return LearnerNative
+	}
+}
+
+// SamplerName is the name of the sampler the run's rollouts sample from:
+// "served" with server.url, or "" for the learner's own policy.
+func (c *Config) SamplerName() string {
+	if c.Server.Enabled() {
+		return SamplerServed
+	}
+	return ""
+}

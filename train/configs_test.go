@@ -1,4 +1,4 @@
-package train
+package train_test
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/train"
+	"github.com/agentrl/agentrl/train/traintest"
 
 	_ "github.com/agentrl/agentrl/envs/builtin"
 	"github.com/agentrl/agentrl/internal/stats"
@@ -33,7 +36,7 @@ func TestShippedConfigsRun(t *testing.T) {
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
-			cfg, err := Load(file, []string{"run.out=" + out, "run.steps=2", "run.groups=2", "run.group_size=2",
+			cfg, err := train.Load(file, []string{"run.out=" + out, "run.steps=2", "run.groups=2", "run.group_size=2",
 				"model.d_model=32", "model.heads=2", "model.kv_heads=2", "model.d_ff=64", "model.vocab_size=300",
 				"warm_start.episodes=30", "warm_start.steps=10", "warm_start.cache_dir=" + cache,
 				"collapse.samples=8", "validation.every=1", "checkpoint.every=1"})
@@ -44,14 +47,14 @@ func TestShippedConfigsRun(t *testing.T) {
 				cfg.Validation.Levels = 8
 			}
 			cfg.Validation.Samples = min(cfg.Validation.Samples, 2)
-			tr, err := New(cfg, quietOptions())
+			tr, err := train.New(cfg, traintest.QuietOptions())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := tr.Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			ms, err := ReadMetrics(out)
+			ms, err := train.ReadMetrics(out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,11 +68,11 @@ func TestShippedConfigsRun(t *testing.T) {
 					}
 				}
 			}
-			raw, err := os.ReadFile(filepath.Join(out, summaryFile))
+			raw, err := os.ReadFile(filepath.Join(out, train.SummaryFile))
 			if err != nil {
 				t.Fatal(err)
 			}
-			var sum Summary
+			var sum train.Summary
 			if err := json.Unmarshal(raw, &sum); err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package train
+package train_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/train"
+	"github.com/agentrl/agentrl/train/traintest"
 
 	"github.com/agentrl/agentrl/model/hftest"
 	"github.com/agentrl/agentrl/model/local"
@@ -43,7 +46,7 @@ func TestTrainFromHFDir(t *testing.T) {
 	// checkResume ran in a temporary directory of its own; run once more
 	// to look at the checkpoint.
 	out := filepath.Join(t.TempDir(), "run")
-	tr, err := New(tinyConfig(t, out, 1, "model.init="+src.Path, "rollout.max_turns=2", "rollout.sampling.max_tokens=12"), quietOptions())
+	tr, err := train.New(traintest.TinyConfig(t, out, 1, "model.init="+src.Path, "rollout.max_turns=2", "rollout.sampling.max_tokens=12"), traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,11 +56,11 @@ func TestTrainFromHFDir(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(out), "cache")); err == nil {
 		t.Error("the warm start ran (its cache exists)")
 	}
-	ck := filepath.Join(out, checkpointsDir, latestCheckpoint)
+	ck := filepath.Join(out, train.CheckpointsDir, train.LatestCheckpoint)
 	if !local.IsHFDir(ck) {
 		t.Fatal("the checkpoint of a run from a Hugging Face model is not a Hugging Face directory")
 	}
-	for _, name := range []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json", "optimizer.safetensors", stateFile} {
+	for _, name := range []string{"tokenizer.json", "tokenizer_config.json", "generation_config.json", "optimizer.safetensors", train.StateFile} {
 		if _, err := os.Stat(filepath.Join(ck, name)); err != nil {
 			t.Errorf("checkpoint lacks %s", name)
 		}
@@ -73,9 +76,9 @@ func TestTrainFromHFDir(t *testing.T) {
 
 	// One more step resumes from that checkpoint rather than starting over.
 	var log strings.Builder
-	opts := quietOptions()
+	opts := traintest.QuietOptions()
 	opts.Logger = slog.New(slog.NewTextHandler(&log, nil))
-	tr, err = New(tinyConfig(t, out, 2, "model.init="+src.Path, "rollout.max_turns=2", "rollout.sampling.max_tokens=12"), opts)
+	tr, err = train.New(traintest.TinyConfig(t, out, 2, "model.init="+src.Path, "rollout.max_turns=2", "rollout.sampling.max_tokens=12"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,15 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/agentrl/agentrl/algos"
+	"github.com/agentrl/agentrl/internal/yamlpath"
 )
 
 // ErrRunMismatch is returned (wrapped, with the differences) when the run
@@ -71,6 +71,12 @@ var identityKeys = []string{
 var notIdentity = map[string]bool{"warm_start.cache_dir": true, "rollout.concurrency": true,
 	"rollout.sample_timeout": true, "rollout.step_timeout": true}
 
+// Inert reports whether a setting (a dotted key) changes nothing a run
+// computes although its section does: where the warm-start cache lives,
+// and the rollout engine's concurrency and timeouts. A learner that keys a
+// cache on settings (the warm start) leaves these out.
+func Inert(key string) bool { return notIdentity[key] }
+
 // inactiveAlgoKeys lists the settings of options the preset leaves off
 // (turn-level credit, micro-batch weighting): they change nothing, so they
 // are not part of the identity, and runs recorded before those settings
@@ -105,7 +111,7 @@ func inactiveAlgoKeys(p algos.Preset, f algos.FilterConfig) []string {
 func (t *Trainer) identity() (runIdentity, error) {
 	c := t.cfg
 	flat := map[string]string{}
-	if err := flattenYAML("", &c, flat); err != nil {
+	if err := yamlpath.Flatten("", &c, flat); err != nil {
 		return runIdentity{}, err
 	}
 	for k := range flat {
@@ -113,7 +119,7 @@ func (t *Trainer) identity() (runIdentity, error) {
 			delete(flat, k)
 		}
 	}
-	if err := flattenYAML("env.config", t.factory.Config(), flat); err != nil {
+	if err := yamlpath.Flatten("env.config", t.factory.Config(), flat); err != nil {
 		return runIdentity{}, err
 	}
 	for _, k := range inactiveAlgoKeys(c.Algo.Preset, c.Filter.FilterConfig) {
@@ -162,45 +168,6 @@ func deletePrefix(flat map[string]string, prefix string) {
 		if strings.HasPrefix(k, prefix) {
 			delete(flat, k)
 		}
-	}
-}
-
-// flattenYAML writes the leaves of v's YAML form as dotted keys under
-// prefix.
-func flattenYAML(prefix string, v any, out map[string]string) error {
-	var doc yaml.Node
-	if err := doc.Encode(v); err != nil {
-		return err
-	}
-	var tree any
-	if err := doc.Decode(&tree); err != nil {
-		return err
-	}
-	flatten(prefix, tree, out)
-	return nil
-}
-
-// flatten writes the leaves of a decoded YAML tree as dotted keys.
-func flatten(prefix string, v any, out map[string]string) {
-	join := func(k string) string {
-		if prefix == "" {
-			return k
-		}
-		return prefix + "." + k
-	}
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			flatten(join(k), e, out)
-		}
-	case []any:
-		for i, e := range x {
-			flatten(join(fmt.Sprint(i)), e, out)
-		}
-	case nil:
-		out[prefix] = ""
-	default:
-		out[prefix] = fmt.Sprint(x)
 	}
 }
 
@@ -311,4 +278,10 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// exists reports whether path exists.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return !errors.Is(err, fs.ErrNotExist)
 }

@@ -1,14 +1,13 @@
-package train
+package train_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/agentrl/agentrl/model/native"
+	"github.com/agentrl/agentrl/train"
+	"github.com/agentrl/agentrl/train/traintest"
 )
 
 // TestInterruptAnywhereResumesOnTheSameCurve interrupts a run at points
@@ -25,12 +24,12 @@ func TestInterruptAnywhereResumesOnTheSameCurve(t *testing.T) {
 	dir := t.TempDir()
 	sets := []string{"checkpoint.every=0", "algo.use_kl_loss=true", "algo.kl_loss_coef=0.05"}
 	run := func(ctx context.Context, out string) ([]map[string]float64, error) {
-		tr, err := New(tinyConfig(t, filepath.Join(dir, out), 4, sets...), quietOptions())
+		tr, err := train.New(traintest.TinyConfig(t, filepath.Join(dir, out), 4, sets...), traintest.QuietOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
 		runErr := tr.Run(ctx)
-		ms, err := ReadMetrics(filepath.Join(dir, out))
+		ms, err := train.ReadMetrics(filepath.Join(dir, out))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +51,7 @@ func TestInterruptAnywhereResumesOnTheSameCurve(t *testing.T) {
 		// Its rollouts have fed the collapse EMA and the regime tracker;
 		// the step fails in its first forward pass and is redone.
 		{"before the update of a step with collapse metrics", func(cancel func()) {
-			testHookUpdate = func(step int) {
+			*train.HookUpdate = func(step int) {
 				if step == 2 {
 					cancel()
 				}
@@ -60,8 +59,8 @@ func TestInterruptAnywhereResumesOnTheSameCurve(t *testing.T) {
 		}, 1},
 		{"between two optimizer steps", func(cancel func()) {
 			at := 0
-			testHookUpdate = func(step int) { at = step }
-			testHookMiniBatch = func(done, all int) {
+			*train.HookUpdate = func(step int) { at = step }
+			*train.HookMiniBatch = func(done, all int) {
 				if at == 3 && done == 1 && all > 1 {
 					cancel()
 				}
@@ -70,8 +69,8 @@ func TestInterruptAnywhereResumesOnTheSameCurve(t *testing.T) {
 		// The step is complete; its validation starts interrupted.
 		{"after the last optimizer step, before the validation", func(cancel func()) {
 			at := 0
-			testHookUpdate = func(step int) { at = step }
-			testHookMiniBatch = func(done, all int) {
+			*train.HookUpdate = func(step int) { at = step }
+			*train.HookMiniBatch = func(done, all int) {
 				if at == 2 && done == all {
 					cancel()
 				}
@@ -85,15 +84,15 @@ func TestInterruptAnywhereResumesOnTheSameCurve(t *testing.T) {
 			defer cancel()
 			c.arm(cancel)
 			_, err := run(ctx, out)
-			testHookUpdate, testHookMiniBatch = nil, nil
+			*train.HookUpdate, *train.HookMiniBatch = nil, nil
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("interrupted run returned %v, want context.Canceled", err)
 			}
-			tr, err := New(tinyConfig(t, filepath.Join(dir, out), 4, sets...), quietOptions())
+			tr, err := train.New(traintest.TinyConfig(t, filepath.Join(dir, out), 4, sets...), traintest.QuietOptions())
 			if err != nil {
 				t.Fatal(err)
 			}
-			st, err := tr.loadState(filepath.Join(dir, out, checkpointsDir, latestCheckpoint))
+			st, err := train.LoadState(tr, filepath.Join(dir, out, train.CheckpointsDir, train.LatestCheckpoint))
 			if err != nil {
 				t.Fatalf("no checkpoint after the interrupt: %v", err)
 			}
@@ -108,73 +107,10 @@ func TestInterruptAnywhereResumesOnTheSameCurve(t *testing.T) {
 				t.Fatalf("resumed run: %d metrics lines, want %d", len(resumed), len(full))
 			}
 			for i := range full {
-				if !sameMetrics(full[i], resumed[i]) {
+				if !traintest.SameMetrics(full[i], resumed[i]) {
 					t.Errorf("step %v differs:\nuninterrupted %v\nresumed       %v", full[i]["step"], full[i], resumed[i])
 				}
 			}
 		})
-	}
-}
-
-// TestInterruptedWarmStartContinues interrupts the warm start part-way,
-// reruns the command, and requires the cached warm-start model to equal,
-// byte for byte, the one an uninterrupted warm start writes, and the
-// interrupted one's saved progress to be gone after it.
-func TestInterruptedWarmStartContinues(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a small model")
-	}
-	dir := t.TempDir()
-	run := func(ctx context.Context, parent string) error {
-		tr, err := New(tinyConfig(t, filepath.Join(dir, parent, "run"), 1), quietOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Run(ctx)
-	}
-	cached := func(parent string) []byte {
-		t.Helper()
-		entries, err := filepath.Glob(filepath.Join(dir, parent, "cache", "warmstart-*"))
-		if err != nil || len(entries) != 1 {
-			t.Fatalf("cache of %s holds %v (%v), want one warm start", parent, entries, err)
-		}
-		raw, err := os.ReadFile(filepath.Join(entries[0], native.WeightsFile))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return raw
-	}
-	if err := run(context.Background(), "whole"); err != nil {
-		t.Fatal(err)
-	}
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	testHookWarmStep = func(step int) {
-		if step == 60 {
-			cancel()
-		}
-	}
-	err := run(ctx, "split")
-	testHookWarmStep = nil
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted run returned %v, want context.Canceled", err)
-	}
-	partial, _ := filepath.Glob(filepath.Join(dir, "split", "cache", "warmstart-*.partial"))
-	if len(partial) != 1 {
-		t.Fatalf("interrupted warm start left %v, want its saved progress", partial)
-	}
-	var resumedAt []int
-	testHookWarmStep = func(step int) { resumedAt = append(resumedAt, step) }
-	err = run(context.Background(), "split")
-	testHookWarmStep = nil
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(resumedAt) == 0 || resumedAt[0] != 60 {
-		t.Errorf("the rerun's warm start began at step %v, want 60", resumedAt[:min(len(resumedAt), 1)])
-	}
-	if !bytes.Equal(cached("whole"), cached("split")) {
-		t.Error("the continued warm start's model differs from the uninterrupted one's")
 	}
 }

@@ -6,25 +6,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/agentrl/agentrl/internal/atomicdir"
+	"github.com/agentrl/agentrl/internal/metricsfile"
 	"github.com/agentrl/agentrl/internal/tfevents"
 	"github.com/agentrl/agentrl/rollout"
 )
 
 // Run directory layout.
 const (
-	metricsFile      = "metrics.jsonl"
+	metricsFile      = metricsfile.Name
 	configFile       = "config.yaml"
 	eventsDir        = "events"
 	transcriptsDir   = "transcripts"
@@ -195,39 +193,7 @@ func (r *recorder) close() error {
 
 // ReadMetrics reads a run's metrics.jsonl: one map per line (null values
 // become NaN).
-func ReadMetrics(runDir string) ([]map[string]float64, error) {
-	f, err := os.Open(filepath.Join(runDir, metricsFile))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return decodeMetrics(f)
-}
-
-func decodeMetrics(r io.Reader) ([]map[string]float64, error) {
-	var out []map[string]float64
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for line := 1; sc.Scan(); line++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var raw map[string]*float64
-		if err := json.Unmarshal(sc.Bytes(), &raw); err != nil {
-			return out, fmt.Errorf("%s line %d: %w", metricsFile, line, err)
-		}
-		m := make(map[string]float64, len(raw))
-		for k, v := range raw {
-			if v == nil {
-				m[k] = math.NaN()
-			} else {
-				m[k] = *v
-			}
-		}
-		out = append(out, m)
-	}
-	return out, sc.Err()
-}
+func ReadMetrics(runDir string) ([]map[string]float64, error) { return metricsfile.Read(runDir) }
 
 // consoleKeys are the metrics shown on the progress line, with short labels.
 var consoleKeys = []struct{ key, label, format string }{
@@ -259,6 +225,3 @@ func progressLine(step, total int, stepTime, avgStep time.Duration, m map[string
 	}
 	return b.String()
 }
-
-// sortedKeys returns m's keys in order.
-func sortedKeys(m map[string]float64) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package train
+package train_test
 
 import (
 	"bytes"
@@ -14,6 +14,9 @@ import (
 	"slices"
 	"syscall"
 	"testing"
+
+	"github.com/agentrl/agentrl/train"
+	"github.com/agentrl/agentrl/train/traintest"
 )
 
 // The child process of TestKilledRunResumesWithOneRowPerStep: it trains
@@ -21,11 +24,11 @@ import (
 // checkpoints of steps 2 and 4.
 func TestMain(m *testing.M) {
 	if out := os.Getenv("AGENTRL_TRAIN_KILL_AT_3"); out != "" {
-		cfg, err := tinyConfigFor(out, 6)
+		cfg, err := traintest.TinyConfigFor(out, 6)
 		if err == nil {
-			var tr *Trainer
-			if tr, err = New(cfg, quietOptions()); err == nil {
-				testHookRecorded = func(step int) {
+			var tr *train.Trainer
+			if tr, err = train.New(cfg, traintest.QuietOptions()); err == nil {
+				*train.HookRecorded = func(step int) {
 					if step == 3 {
 						syscall.Kill(os.Getpid(), syscall.SIGKILL)
 					}
@@ -49,7 +52,7 @@ func TestKilledRunResumesWithOneRowPerStep(t *testing.T) {
 	}
 	dir := t.TempDir()
 	full := filepath.Join(dir, "full")
-	tr, err := New(tinyConfig(t, full, 6), quietOptions())
+	tr, err := train.New(traintest.TinyConfig(t, full, 6), traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,16 +70,16 @@ func TestKilledRunResumesWithOneRowPerStep(t *testing.T) {
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("child: %v (want killed by SIGKILL)\n%s", err, stderr.String())
 	}
-	ms, err := ReadMetrics(killed)
+	ms, err := train.ReadMetrics(killed)
 	if err != nil || len(ms) != 4 || ms[3]["step"] != 3 {
 		t.Fatalf("killed run's metrics: %d rows, %v; want steps 0-3", len(ms), err)
 	}
-	ck, err := tr.loadState(filepath.Join(killed, checkpointsDir, latestCheckpoint))
+	ck, err := train.LoadState(tr, filepath.Join(killed, train.CheckpointsDir, train.LatestCheckpoint))
 	if err != nil || ck.Step != 2 {
 		t.Fatalf("killed run's checkpoint at step %d (%v), want 2", ck.Step, err)
 	}
 
-	tr, err = New(tinyConfig(t, killed, 6), quietOptions())
+	tr, err = train.New(traintest.TinyConfig(t, killed, 6), traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +87,11 @@ func TestKilledRunResumesWithOneRowPerStep(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	a, err := ReadMetrics(full)
+	a, err := train.ReadMetrics(full)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := ReadMetrics(killed)
+	b, err := train.ReadMetrics(killed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +102,7 @@ func TestKilledRunResumesWithOneRowPerStep(t *testing.T) {
 		if a[i]["step"] != float64(i) || b[i]["step"] != float64(i) {
 			t.Fatalf("row %d: steps %v and %v", i, a[i]["step"], b[i]["step"])
 		}
-		if !sameMetrics(a[i], b[i]) {
+		if !traintest.SameMetrics(a[i], b[i]) {
 			t.Errorf("step %d differs after the resume:\n%v\n%v", i, a[i], b[i])
 		}
 	}
@@ -112,7 +115,7 @@ func TestKilledRunResumesWithOneRowPerStep(t *testing.T) {
 			t.Errorf("event %d: step %d vs %d, scalars differ", i, ea[i].Step, eb[i].Step)
 		}
 	}
-	ta, tb := dirDigest(t, filepath.Join(full, transcriptsDir)), dirDigest(t, filepath.Join(killed, transcriptsDir))
+	ta, tb := dirDigest(t, filepath.Join(full, train.TranscriptsDir)), dirDigest(t, filepath.Join(killed, train.TranscriptsDir))
 	if !maps.Equal(ta, tb) {
 		t.Errorf("transcripts differ:\n%v\n%v", slices.Sorted(maps.Keys(ta)), slices.Sorted(maps.Keys(tb)))
 	}

@@ -1,4 +1,4 @@
-package train
+package train_test
 
 import (
 	"context"
@@ -7,11 +7,13 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentrl/agentrl/train"
+	"github.com/agentrl/agentrl/train/traintest"
 
 	_ "github.com/agentrl/agentrl/envs/frozenlake"
 	"github.com/agentrl/agentrl/internal/runlock"
@@ -51,7 +53,7 @@ func TestSecondConfigLeavesOtherRunUntouched(t *testing.T) {
 	}
 	dir := t.TempDir()
 	sokoban := filepath.Join(dir, "sokoban")
-	tr, err := New(tinyConfig(t, sokoban, 2), quietOptions())
+	tr, err := train.New(traintest.TinyConfig(t, sokoban, 2), traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,13 +62,13 @@ func TestSecondConfigLeavesOtherRunUntouched(t *testing.T) {
 	}
 	before := dirDigest(t, sokoban)
 
-	lake := tinyConfig(t, sokoban, 2, "env.name=frozenlake", "rollout.history_window=0")
-	tr, err = New(lake, quietOptions())
+	lake := traintest.TinyConfig(t, sokoban, 2, "env.name=frozenlake", "rollout.history_window=0")
+	tr, err = train.New(lake, traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = tr.Run(context.Background())
-	if !errors.Is(err, ErrRunMismatch) {
+	if !errors.Is(err, train.ErrRunMismatch) {
 		t.Fatalf("FrozenLake in the Sokoban run's directory: %v, want ErrRunMismatch", err)
 	}
 	for _, want := range []string{"env.name: sokoban there, frozenlake here", "rollout.history_window: 1 there, 0 here", "-out DIR", "checkpoint.resume=false"} {
@@ -84,7 +86,7 @@ func TestSecondConfigLeavesOtherRunUntouched(t *testing.T) {
 		if err := os.WriteFile(path, []byte("env:\n  name: frozenlake\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := Load(path, nil)
+		cfg, err := train.Load(path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,43 +94,30 @@ func TestSecondConfigLeavesOtherRunUntouched(t *testing.T) {
 			t.Errorf("%s: run.out %q, want %q", file, cfg.Run.Out, want)
 		}
 	}
-	if cfg, _ := Parse([]byte("env:\n  name: frozenlake\n"), nil); cfg.Run.Out != filepath.Join("runs", "frozenlake") {
+	if cfg, _ := train.Parse([]byte("env:\n  name: frozenlake\n"), nil); cfg.Run.Out != filepath.Join("runs", "frozenlake") {
 		t.Errorf("Parse without run.out: %q", cfg.Run.Out)
 	}
 
 	// checkpoint.resume=false replaces the run, leaving no file of the old one.
 	lake.Checkpoint.Resume = false
-	tr, err = New(lake, quietOptions())
+	tr, err = train.New(lake, traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	id, _, err := readIdentity(filepath.Join(sokoban, identityFile))
+	id, _, err := train.ReadIdentity(filepath.Join(sokoban, train.IdentityFile))
 	if err != nil || id.Env != "frozenlake" {
 		t.Errorf("after replacing: identity %+v, %v", id, err)
 	}
-	ms, _ := ReadMetrics(sokoban)
+	ms, _ := train.ReadMetrics(sokoban)
 	if len(ms) != 3 {
 		t.Errorf("replaced run has %d metrics rows, want 3 (steps 0-2)", len(ms))
 	}
-	if ck, _, _ := readIdentity(filepath.Join(sokoban, checkpointsDir, latestCheckpoint, identityFile)); ck.Env != "frozenlake" {
+	if ck, _, _ := train.ReadIdentity(filepath.Join(sokoban, train.CheckpointsDir, train.LatestCheckpoint, train.IdentityFile)); ck.Env != "frozenlake" {
 		t.Errorf("checkpoint identity %q", ck.Env)
 	}
-}
-
-func sameMetrics(a, b map[string]float64) bool {
-	strip := func(m map[string]float64) map[string]float64 {
-		out := map[string]float64{}
-		for k, v := range m {
-			if !strings.HasPrefix(k, "timing_s/") {
-				out[k] = v
-			}
-		}
-		return out
-	}
-	return maps.EqualFunc(strip(a), strip(b), func(x, y float64) bool { return x == y || (math.IsNaN(x) && math.IsNaN(y)) })
 }
 
 func sameScalars(a, b map[string]float32) bool {
@@ -139,13 +128,13 @@ func sameScalars(a, b map[string]float32) bool {
 	for k, v := range b {
 		b64[k] = float64(v)
 	}
-	return sameMetrics(a64, b64)
+	return traintest.SameMetrics(a64, b64)
 }
 
 // readEvents decodes the run's single event file.
 func readEvents(t *testing.T, run string) []tfevents.Event {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(run, eventsDir, "events.out.tfevents.*"))
+	files, _ := filepath.Glob(filepath.Join(run, train.EventsDir, "events.out.tfevents.*"))
 	if len(files) != 1 {
 		t.Fatalf("%s: %d event files, want 1", run, len(files))
 	}
@@ -170,7 +159,7 @@ func TestBusyRunDirIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Release()
-	tr, err := New(tinyConfig(t, dir, 1), quietOptions())
+	tr, err := train.New(traintest.TinyConfig(t, dir, 1), traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

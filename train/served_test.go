@@ -1,4 +1,4 @@
-package train
+package train_test
 
 import (
 	"bytes"
@@ -18,6 +18,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentrl/agentrl/train"
+	"github.com/agentrl/agentrl/train/traintest"
 
 	"github.com/agentrl/agentrl/model/hftest"
 	"github.com/agentrl/agentrl/model/local"
@@ -112,19 +115,19 @@ type captured struct {
 
 // runCaptured runs cfg, recording its trajectories and, with ls, the
 // server's adapters after every step.
-func runCaptured(t *testing.T, cfg Config, ls *loopbackServer) (captured, error) {
+func runCaptured(t *testing.T, cfg train.Config, ls *loopbackServer) (captured, error) {
 	t.Helper()
 	c := captured{trajs: map[string][]rollout.Trajectory{}, adapters: map[int][]string{}}
-	testHookTrajectories = func(label string, step int, trajs []rollout.Trajectory) {
+	*train.HookTrajectories = func(label string, step int, trajs []rollout.Trajectory) {
 		c.trajs[fmt.Sprintf("%s %d", label, step)] = slices.Clone(trajs)
 	}
-	testHookRecorded = func(step int) {
+	*train.HookRecorded = func(step int) {
 		if ls != nil {
 			c.adapters[step] = ls.srv.Adapters()
 		}
 	}
-	defer func() { testHookTrajectories, testHookRecorded = nil, nil }()
-	tr, err := New(cfg, quietOptions())
+	defer func() { *train.HookTrajectories, *train.HookRecorded = nil, nil }()
+	tr, err := train.New(cfg, traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,12 +157,12 @@ func TestServedRolloutsMatchInProcess(t *testing.T) {
 	}
 	dir := t.TempDir()
 	out := filepath.Join(dir, "served")
-	ls := startHFServer(t, src.Path, filepath.Join(out, adaptersDir))
-	served, err := runCaptured(t, tinyConfig(t, out, 3, servedSets(src.Path, "server.url="+ls.ts.URL)...), ls)
+	ls := startHFServer(t, src.Path, filepath.Join(out, "adapters"))
+	served, err := runCaptured(t, traintest.TinyConfig(t, out, 3, servedSets(src.Path, "server.url="+ls.ts.URL)...), ls)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inProc, err := runCaptured(t, tinyConfig(t, filepath.Join(dir, "inproc"), 3, servedSets(src.Path, "algo.recompute_old_log_prob=true")...), nil)
+	inProc, err := runCaptured(t, traintest.TinyConfig(t, filepath.Join(dir, "inproc"), 3, servedSets(src.Path, "algo.recompute_old_log_prob=true")...), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +179,7 @@ func TestServedRolloutsMatchInProcess(t *testing.T) {
 		t.Fatalf("first adapter %q: want served-<6 hex>-v0", name)
 	}
 	v := func(k int) string { return fmt.Sprintf("%s-v%d", prefix, k) }
-	at := func(k int) string { return filepath.Join(out, adaptersDir, v(k)) }
+	at := func(k int) string { return filepath.Join(out, "adapters", v(k)) }
 	abs, _ := filepath.Abs(at(0))
 	if calls[0] != "load "+v(0)+" "+abs {
 		t.Errorf("first load %q, want the absolute path %s", calls[0], abs)
@@ -194,7 +197,7 @@ func TestServedRolloutsMatchInProcess(t *testing.T) {
 	if got := ls.srv.Adapters(); len(got) != 0 {
 		t.Errorf("after the run the server holds %q", got)
 	}
-	if left, _ := os.ReadDir(filepath.Join(out, adaptersDir)); len(left) != 0 {
+	if left, _ := os.ReadDir(filepath.Join(out, "adapters")); len(left) != 0 {
 		t.Errorf("adapter directories left: %v", left)
 	}
 
@@ -237,11 +240,11 @@ func TestServedRolloutsMatchInProcess(t *testing.T) {
 	}
 
 	// The same metrics, the train–inference mismatch included.
-	ms, err := ReadMetrics(out)
+	ms, err := train.ReadMetrics(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mi, err := ReadMetrics(filepath.Join(dir, "inproc"))
+	mi, err := train.ReadMetrics(filepath.Join(dir, "inproc"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +272,7 @@ func TestServedRolloutsMatchInProcess(t *testing.T) {
 			t.Errorf("step %d: the train–inference mismatch is %v over %v tokens", i, d, ms[i]["mismatch/tokens"])
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(out, transcriptsDir, transcriptName("train", 2)))
+	raw, err := os.ReadFile(filepath.Join(out, train.TranscriptsDir, train.TranscriptName("train", 2)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,39 +302,39 @@ func TestServerGoneMidRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cfgFor := func(out, url string) Config {
-		return tinyConfig(t, out, 3, servedSets(src.Path, "server.url="+url, "checkpoint.every=1")...)
+	cfgFor := func(out, url string) train.Config {
+		return traintest.TinyConfig(t, out, 3, servedSets(src.Path, "server.url="+url, "checkpoint.every=1")...)
 	}
 	fullOut := filepath.Join(dir, "full")
-	full := startHFServer(t, src.Path, filepath.Join(fullOut, adaptersDir))
+	full := startHFServer(t, src.Path, filepath.Join(fullOut, "adapters"))
 	if _, err := runCaptured(t, cfgFor(fullOut, full.ts.URL), full); err != nil {
 		t.Fatal(err)
 	}
 
 	out := filepath.Join(dir, "split")
-	first := startHFServer(t, src.Path, filepath.Join(out, adaptersDir))
-	testHookRecorded = func(step int) {
+	first := startHFServer(t, src.Path, filepath.Join(out, "adapters"))
+	*train.HookRecorded = func(step int) {
 		if step == 1 {
 			first.ts.CloseClientConnections()
 			first.ts.Close()
 		}
 	}
-	tr, err := New(cfgFor(out, first.ts.URL), quietOptions())
+	tr, err := train.New(cfgFor(out, first.ts.URL), traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = tr.Run(context.Background())
-	testHookRecorded = nil
+	*train.HookRecorded = nil
 	if err == nil || !strings.Contains(err.Error(), "server "+first.ts.URL) || !strings.Contains(err.Error(), "episodes failed") {
 		t.Fatalf("run with the server gone: %v", err)
 	}
 	t.Logf("the error: %v", err)
-	st, err := tr.loadState(filepath.Join(out, checkpointsDir, latestCheckpoint))
+	st, err := train.LoadState(tr, filepath.Join(out, train.CheckpointsDir, train.LatestCheckpoint))
 	if err != nil || st.Step != 1 {
 		t.Fatalf("checkpoint after the failure: step %d, %v", st.Step, err)
 	}
 
-	second := startHFServer(t, src.Path, filepath.Join(out, adaptersDir))
+	second := startHFServer(t, src.Path, filepath.Join(out, "adapters"))
 	if _, err := runCaptured(t, cfgFor(out, second.ts.URL), second); err != nil {
 		t.Fatal(err)
 	}
@@ -340,11 +343,11 @@ func TestServerGoneMidRun(t *testing.T) {
 	if len(calls) == 0 || !strings.HasSuffix(strings.Fields(calls[0])[1], "-v1") || strings.Fields(calls[0])[1] == strings.Fields(firstCalls[1])[1] {
 		t.Errorf("resumed: calls %q (first session %q), want a fresh name for version 1 first", calls, firstCalls)
 	}
-	a, err := ReadMetrics(fullOut)
+	a, err := train.ReadMetrics(fullOut)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := ReadMetrics(out)
+	b, err := train.ReadMetrics(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,8 +429,8 @@ func TestServerChecks(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "run")
-			ls := c.start(filepath.Join(out, adaptersDir))
-			_, err := runCaptured(t, tinyConfig(t, out, 1, servedSets(src.Path, append(c.sets, "server.url="+ls.ts.URL)...)...), ls)
+			ls := c.start(filepath.Join(out, "adapters"))
+			_, err := runCaptured(t, traintest.TinyConfig(t, out, 1, servedSets(src.Path, append(c.sets, "server.url="+ls.ts.URL)...)...), ls)
 			if err == nil {
 				t.Fatal("the run started")
 			}
@@ -437,7 +440,7 @@ func TestServerChecks(t *testing.T) {
 					t.Errorf("error %q lacks %q", err, w)
 				}
 			}
-			if exists(filepath.Join(out, metricsFile)) && len(must(ReadMetrics(out))) > 0 {
+			if _, err := os.Stat(filepath.Join(out, train.MetricsFile)); err == nil && len(must(train.ReadMetrics(out))) > 0 {
 				t.Error("the run recorded metrics")
 			}
 			if got := ls.srv.Adapters(); len(got) != 0 {
@@ -454,11 +457,11 @@ func TestServerChecks(t *testing.T) {
 		"server:\n  adapter_dir: /tmp/x\n":                                                                              "server.adapter_dir: only applies with server.url",
 		"server:\n  url: http://h:1\n  adapter_dirs: x\n":                                                               `unknown key "adapter_dirs"`,
 	} {
-		if _, err := Parse([]byte(doc), nil); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := train.Parse([]byte(doc), nil); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) = %v, want %q", doc, err, want)
 		}
 	}
-	cfg, err := Parse([]byte("server:\n  url: http://a:1, http://b:2/v1\n  api_key: secret\nmodel:\n  init: "+src.Path+"\n  lora:\n    rank: 4\n"), nil)
+	cfg, err := train.Parse([]byte("server:\n  url: http://a:1, http://b:2/v1\n  api_key: secret\nmodel:\n  init: "+src.Path+"\n  lora:\n    rank: 4\n"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +473,7 @@ func TestServerChecks(t *testing.T) {
 	}
 	native := cfg
 	native.Model.Init = t.TempDir()
-	if _, err := New(native, quietOptions()); err == nil || !strings.Contains(err.Error(), "is not a Hugging Face model directory") {
+	if _, err := train.New(native, traintest.QuietOptions()); err == nil || !strings.Contains(err.Error(), "is not a Hugging Face model directory") {
 		t.Errorf("a served run from a directory that is not a Hugging Face one: %v", err)
 	}
 	// The server's settings are not part of the run identity; the
@@ -483,11 +486,11 @@ func TestServerChecks(t *testing.T) {
 		"server b":    {"server.url=http://b:2", "server.adapter_dir=/x", "server.keep_adapters=true"},
 		"server, key": {"server.url=http://b:2", "server.api_key=k", "server.model=m"},
 	} {
-		tr, err := New(tinyConfig(t, filepath.Join(t.TempDir(), "run"), 1, servedSets(src.Path, sets...)...), quietOptions())
+		tr, err := train.New(traintest.TinyConfig(t, filepath.Join(t.TempDir(), "run"), 1, servedSets(src.Path, sets...)...), traintest.QuietOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, err := tr.identity()
+		id, err := train.Identity(tr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -521,36 +524,28 @@ func TestServedRunInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "run")
-	ls := startHFServer(t, src.Path, filepath.Join(out, adaptersDir))
+	ls := startHFServer(t, src.Path, filepath.Join(out, "adapters"))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	testHookRecorded = func(step int) {
+	*train.HookRecorded = func(step int) {
 		if step == 1 {
 			cancel()
 		}
 	}
-	defer func() { testHookRecorded = nil }()
-	tr, err := New(tinyConfig(t, out, 3, servedSets(src.Path, "server.url="+ls.ts.URL)...), quietOptions())
+	defer func() { *train.HookRecorded = nil }()
+	tr, err := train.New(traintest.TinyConfig(t, out, 3, servedSets(src.Path, "server.url="+ls.ts.URL)...), traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.Run(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("interrupted run: %v", err)
 	}
-	st, err := tr.loadState(filepath.Join(out, checkpointsDir, latestCheckpoint))
+	st, err := train.LoadState(tr, filepath.Join(out, train.CheckpointsDir, train.LatestCheckpoint))
 	if err != nil || st.Step != 1 {
 		t.Fatalf("checkpoint: step %d, %v", st.Step, err)
 	}
 	calls := ls.takeCalls()
 	if len(calls) != 4 || !strings.HasPrefix(calls[3], "unload ") || !strings.HasSuffix(calls[3], "-v1") || len(ls.srv.Adapters()) != 0 {
 		t.Errorf("calls %q, adapters left %q; want v0 and v1 loaded and both unloaded", calls, ls.srv.Adapters())
-	}
-}
-
-func TestAdapterName(t *testing.T) {
-	for in, want := range map[string]string{"sokoban-vllm": "sokoban-vllm", "my run (2)": "my-run--2", "..": "run", "Qwen2.5_x": "Qwen2.5_x", "世界": "run"} {
-		if got := adapterName(in); got != want {
-			t.Errorf("adapterName(%q) = %q, want %q", in, got, want)
-		}
 	}
 }

@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/agentrl/agentrl/algos"
 	"github.com/agentrl/agentrl/internal/atomicdir"
-	"github.com/agentrl/agentrl/model/native"
 )
 
 // stateFile is the trainer's state inside a checkpoint, beside the
@@ -42,9 +43,47 @@ type State struct {
 	// last session's); WarmStartS the part of it the warm start took.
 	ElapsedS   float64 `json:"elapsed_s"`
 	WarmStartS float64 `json:"warm_start_s"`
-	// Arithmetic is native.ArithmeticID of the build that wrote the
-	// checkpoint (empty in checkpoints from before it was recorded).
+	// Arithmetic is the learner's ArithmeticID on the build that wrote the
+	// checkpoint (empty when the learner reports none, and in checkpoints
+	// from before it was recorded).
 	Arithmetic string `json:"arithmetic,omitempty"`
+}
+
+// observeUpdate counts the steps in a row whose update skipped
+// mini-batches for non-finite losses or gradients, and stops the run after
+// stopStreak of them. It reports whether this step's update skipped any.
+func (st *State) observeUpdate(u UpdateStats, stopStreak int) bool {
+	if u.Skipped == 0 {
+		st.NaNStreak = 0
+		return false
+	}
+	st.NaNStreak++
+	if st.NaNStreak >= stopStreak {
+		st.Stopped = fmt.Sprintf("%d consecutive steps with non-finite losses", st.NaNStreak)
+	}
+	return true
+}
+
+// clone returns a copy of st that shares nothing with it: a step works on
+// the clone, and the run's state becomes the clone only when the step
+// completes.
+func (st State) clone() State {
+	c := st
+	if st.EarlyStop != nil {
+		e := *st.EarlyStop
+		e.WarmupValues = slices.Clone(st.EarlyStop.WarmupValues)
+		c.EarlyStop = &e
+	}
+	if st.CollapseEMA != nil {
+		e := *st.CollapseEMA
+		e.Std, e.StdSeq = maps.Clone(st.CollapseEMA.Std), maps.Clone(st.CollapseEMA.StdSeq)
+		c.CollapseEMA = &e
+	}
+	if st.Regime != nil {
+		r := *st.Regime
+		c.Regime = &r
+	}
+	return c
 }
 
 // jsonState is State with NaN-safe floats (JSON has no NaN).
@@ -82,7 +121,9 @@ func (t *Trainer) newState() State {
 // a crash at any instant leaves one complete checkpoint or the other.
 func (s *session) checkpoint(ctx context.Context) error {
 	s.state.ElapsedS = s.elapsed().Seconds()
-	s.state.Arithmetic, _ = native.ArithmeticID() // empty if the probe failed
+	if a, ok := s.learner.(ArithmeticReporter); ok {
+		s.state.Arithmetic = a.ArithmeticID()
+	}
 	state, err := encodeState(s.state)
 	if err != nil {
 		return err
@@ -151,11 +192,16 @@ func (t *Trainer) decodeState(raw []byte) (State, error) {
 }
 
 // checkArithmetic warns when the checkpoint being resumed was written by a
-// build whose kernels round differently from this one's: the run goes on
-// correctly, but no longer on the bits of an uninterrupted run.
-func (t *Trainer) checkArithmetic(written string) {
-	cur, err := native.ArithmeticID()
-	if err != nil || written == "" || written == cur {
+// build whose arithmetic differs from this one's (the learner's
+// ArithmeticID): the run goes on correctly, but no longer on the bits of
+// an uninterrupted run.
+func (t *Trainer) checkArithmetic(l Learner, written string) {
+	a, ok := l.(ArithmeticReporter)
+	if !ok {
+		return
+	}
+	cur := a.ArithmeticID()
+	if cur == "" || written == "" || written == cur {
 		return
 	}
 	t.log.Warn("resuming with different arithmetic: this build's kernels round differently from the one that wrote the checkpoint, "+

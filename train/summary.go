@@ -128,9 +128,8 @@ func (s *session) summarize(wall time.Duration, status string) {
 	fmt.Fprintf(&b, "metrics     %s (TensorBoard: %s)\n", filepath.Join(sum.RunDir, metricsFile), filepath.Join(sum.RunDir, eventsDir))
 	fmt.Fprintf(&b, "next:\n")
 	fmt.Fprintf(&b, "  go run ./trainer plot %s\n", sum.RunDir)
-	if s.cfg.Tinker.Enabled() {
-		// The weights are the server's; the checkpoint records their paths.
-		fmt.Fprintf(&b, "  (the weights stay on the Tinker server: %s)\n", filepath.Join(sum.Checkpoint, tinkerFile))
+	if rw, ok := s.learner.(RemoteWeights); ok {
+		fmt.Fprintf(&b, "  (%s)\n", rw.WeightsNote(sum.Checkpoint))
 	} else {
 		fmt.Fprintf(&b, "  go run ./trainer eval -config %s -checkpoint %s\n", s.configPath, sum.Checkpoint)
 		fmt.Fprintf(&b, "  go run ./trainer serve -checkpoint %s\n", sum.Checkpoint)

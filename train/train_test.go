@@ -1,12 +1,12 @@
-package train
+package train_test
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -16,73 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrl/agentrl/train"
+	"github.com/agentrl/agentrl/train/inprocess"
+	"github.com/agentrl/agentrl/train/traintest"
+
 	_ "github.com/agentrl/agentrl/envs/sokoban"
 	"github.com/agentrl/agentrl/internal/simd"
+	"github.com/agentrl/agentrl/model/hftest"
+	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/model/native"
-	"github.com/agentrl/agentrl/policy"
-	"github.com/agentrl/agentrl/rollout"
-	"github.com/agentrl/agentrl/text/tokenizer"
 )
-
-// tinyConfig is a run small enough for the test suite: a 2-layer 32-wide
-// model, a short warm start, 2 groups of 4.
-func tinyConfig(t *testing.T, out string, steps int, overrides ...string) Config {
-	t.Helper()
-	cfg, err := tinyConfigFor(out, steps, overrides...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
-}
-
-func tinyConfigFor(out string, steps int, overrides ...string) (Config, error) {
-	return Parse([]byte(`
-env:
-  name: sokoban
-run:
-  steps: `+fmt.Sprint(steps)+`
-  groups: 2
-  group_size: 4
-  out: `+out+`
-  transcripts_every: 2
-model:
-  d_model: 32
-  layers: 1
-  heads: 2
-  kv_heads: 2
-  d_ff: 64
-  max_seq: 640
-  vocab_size: 300
-rollout:
-  max_turns: 3
-  sampling:
-    max_tokens: 24
-algo:
-  ppo_mini_batch_size: 4
-  lr: 0.001
-  entropy_coeff: 0.01
-filter:
-  value: 1
-  include_zero: true
-collapse:
-  every: 2
-  samples: 8
-validation:
-  every: 2
-  levels: 4
-warm_start:
-  episodes: 40
-  steps: 150
-  batch: 8
-  cache_dir: `+filepath.Join(filepath.Dir(out), "cache")+`
-checkpoint:
-  every: 2
-`), overrides)
-}
-
-func quietOptions() Options {
-	return Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Console: io.Discard}
-}
 
 func TestRunWritesMetricsAndResumesOnTheSameCurve(t *testing.T) {
 	if testing.Short() {
@@ -107,14 +50,14 @@ func TestRunWritesMetricsAndResumesOnTheSameCurve(t *testing.T) {
 func checkResume(t *testing.T, sets []string, want string) {
 	dir := t.TempDir()
 	run := func(out string, steps int) []map[string]float64 {
-		tr, err := New(tinyConfig(t, filepath.Join(dir, out), steps, sets...), quietOptions())
+		tr, err := train.New(traintest.TinyConfig(t, filepath.Join(dir, out), steps, sets...), traintest.QuietOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := tr.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		ms, err := ReadMetrics(filepath.Join(dir, out))
+		ms, err := train.ReadMetrics(filepath.Join(dir, out))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -150,17 +93,17 @@ func checkResume(t *testing.T, sets []string, want string) {
 	for _, k := range []string{"train/success", "train/score", "actor/pg_loss", "rollout/filter_kept_ratio",
 		"val-env/success", "val-env/random_success", want} {
 		if _, ok := last[k]; !ok {
-			t.Errorf("final metrics lack %s: %v", k, sortedKeys(last))
+			t.Errorf("final metrics lack %s: %v", k, slices.Sorted(maps.Keys(last)))
 		}
 	}
 	weights := "model.safetensors"
 	if slices.ContainsFunc(sets, func(s string) bool { return strings.HasPrefix(s, "model.lora.rank=") }) {
-		weights = filepath.Join(adapterDir, "adapter_model.safetensors") // a LoRA run checkpoints its adapters
+		weights = filepath.Join("adapter", "adapter_model.safetensors") // a LoRA run checkpoints its adapters
 	}
 	if slices.ContainsFunc(sets, func(s string) bool { return strings.HasPrefix(s, "tinker.url=") }) {
-		weights = tinkerFile // the server holds the weights; the checkpoint says where
+		weights = "tinker.json" // the server holds the weights; the checkpoint says where
 	}
-	for _, name := range []string{configFile, eventsDir, transcriptsDir, filepath.Join(checkpointsDir, latestCheckpoint, weights)} {
+	for _, name := range []string{train.ConfigFile, train.EventsDir, train.TranscriptsDir, filepath.Join(train.CheckpointsDir, train.LatestCheckpoint, weights)} {
 		if _, err := os.Stat(filepath.Join(dir, "full", name)); err != nil {
 			t.Errorf("run directory lacks %s: %v", name, err)
 		}
@@ -172,8 +115,8 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 		t.Skip("trains a small model")
 	}
 	dir := t.TempDir()
-	cfg := tinyConfig(t, filepath.Join(dir, "run"), 50)
-	tr, err := New(cfg, quietOptions())
+	cfg := traintest.TinyConfig(t, filepath.Join(dir, "run"), 50)
+	tr, err := train.New(cfg, traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +125,7 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	// Cancel once the first step's metrics are written.
 	go func() {
 		for {
-			if ms, err := ReadMetrics(cfg.Run.Out); err == nil && len(ms) >= 2 {
+			if ms, err := train.ReadMetrics(cfg.Run.Out); err == nil && len(ms) >= 2 {
 				cancel()
 				return
 			}
@@ -196,7 +139,7 @@ func TestInterruptSavesCheckpoint(t *testing.T) {
 	if err != context.Canceled {
 		t.Fatalf("Run = %v, want context.Canceled", err)
 	}
-	if _, err := os.Stat(filepath.Join(cfg.Run.Out, checkpointsDir, latestCheckpoint, stateFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(cfg.Run.Out, train.CheckpointsDir, train.LatestCheckpoint, train.StateFile)); err != nil {
 		t.Errorf("no checkpoint after interrupt: %v", err)
 	}
 }
@@ -212,186 +155,99 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		"model:\n  d_model: 30\n":          "model.d_model",
 	}
 	for doc, want := range cases {
-		_, err := Parse([]byte(doc), nil)
+		_, err := train.Parse([]byte(doc), nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Parse(%q) = %v, want an error naming %s", doc, err, want)
 		}
 	}
-	cfg, err := Parse([]byte("algo:\n  preset: PPO\n"), []string{"algo.entropy_coeff=0", "env.config.dim_x=7"})
+	cfg, err := train.Parse([]byte("algo:\n  preset: PPO\n"), []string{"algo.entropy_coeff=0", "env.config.dim_x=7"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !cfg.Algo.UsesCritic() || cfg.Algo.EntropyCoeff != 0 {
 		t.Errorf("preset PPO with override: %+v", cfg.Algo)
 	}
-	if _, err := New(cfg, quietOptions()); err != nil {
+	if _, err := train.New(cfg, traintest.QuietOptions()); err != nil {
 		t.Errorf("env override rejected: %v", err)
 	}
-	bad, _ := Parse(nil, []string{"env.config.dim_z=7"})
-	if _, err := New(bad, quietOptions()); err == nil || !strings.Contains(err.Error(), "dim_z") {
+	bad, _ := train.Parse(nil, []string{"env.config.dim_z=7"})
+	if _, err := train.New(bad, traintest.QuietOptions()); err == nil || !strings.Contains(err.Error(), "dim_z") {
 		t.Errorf("unknown env key: %v", err)
 	}
 }
 
+// nanAfterFirstUpdate is the native learner, whose weights become NaN in
+// places once its first update is done.
+type nanAfterFirstUpdate struct {
+	train.Learner
+	updates int
+	// corrupted holds the weights right after they were corrupted.
+	corrupted []float32
+}
+
+func (l *nanAfterFirstUpdate) Update(ctx context.Context, seqs *train.Sequences, opts train.UpdateOptions) (train.UpdateStats, error) {
+	st, err := l.Learner.Update(ctx, seqs, opts)
+	if l.updates++; l.updates == 1 {
+		l.corrupted = l.withWeights(func(w []float32) {
+			for i := range w {
+				if i%7 == 0 {
+					w[i] = float32(math.NaN())
+				}
+			}
+		})
+	}
+	return st, err
+}
+
+// withWeights runs f on the actor's weights and returns a copy of them.
+func (l *nanAfterFirstUpdate) withWeights(f func([]float32)) []float32 {
+	p := l.Policy().(*local.Policy)
+	m := p.Lock()
+	defer p.Unlock()
+	f(m.Params())
+	return slices.Clone(m.Params())
+}
+
+// TestNonFiniteLossesSkipThenStop: once the weights hold NaN, every update
+// is skipped (counted, the weights left as they are rather than spreading
+// NaN), and run.nan_stop_streak such steps in a row stop the run.
 func TestNonFiniteLossesSkipThenStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains a small model")
 	}
-	dir := t.TempDir()
-	cfg := tinyConfig(t, filepath.Join(dir, "run"), 10)
-	cfg.Validation.Every = 0
-	cfg.Collapse.Every = 0
-	tr, err := New(cfg, quietOptions())
+	out := filepath.Join(t.TempDir(), "run")
+	cfg := traintest.TinyConfig(t, out, 10, "validation.every=0", "collapse.every=0")
+	var l *nanAfterFirstUpdate
+	opts := traintest.QuietOptions()
+	opts.Learner = func(ctx context.Context, s *train.Start) (train.Learner, error) {
+		inner, err := inprocess.New(ctx, s)
+		l = &nanAfterFirstUpdate{Learner: inner}
+		return l, err
+	}
+	tr, err := train.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := tr.open(context.Background())
+	if err := tr.Run(context.Background()); !errors.Is(err, train.ErrStopped) || !strings.Contains(err.Error(), "non-finite") {
+		t.Fatalf("Run = %v, want a stop for non-finite losses", err)
+	}
+	ms, err := train.ReadMetrics(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
-	actor := s.learner.(*nativeLearner).actor
-	// Healthy first step, then the weights blow up.
-	m, err := s.step(context.Background())
-	if err != nil {
-		t.Fatal(err)
+	if want := 1 + cfg.Run.NaNStopStreak; len(ms) != want {
+		t.Fatalf("%d steps ran, want %d: one healthy, then a streak of %d", len(ms), want, cfg.Run.NaNStopStreak)
 	}
-	if m["actor/skipped_updates"] != 0 || s.state.NaNStreak != 0 {
-		t.Fatalf("healthy step skipped updates: %v", m["actor/skipped_updates"])
-	}
-	before := append([]float32(nil), actor.Params()...)
-	for i := range actor.Params() {
-		if i%7 == 0 {
-			actor.Params()[i] = float32(math.NaN())
+	for i, m := range ms {
+		if skipped := m["actor/skipped_updates"]; (i == 0) != (skipped == 0) {
+			t.Errorf("step %v skipped %v updates", m["step"], skipped)
 		}
 	}
-	for i := 1; i <= cfg.Run.NaNStopStreak; i++ {
-		m, err := s.step(context.Background())
-		if err != nil {
-			t.Fatalf("step with NaN weights: %v", err)
-		}
-		if m["actor/skipped_updates"] == 0 || s.state.NaNStreak != i {
-			t.Fatalf("NaN step %d: skipped %v, streak %d", i, m["actor/skipped_updates"], s.state.NaNStreak)
-		}
-	}
-	if s.state.Stopped == "" {
-		t.Error("run not stopped after a streak of non-finite losses")
-	}
-	// Skipped updates leave the (NaN) weights untouched rather than
-	// spreading NaN: the non-NaN entries are unchanged from before.
-	for i, v := range actor.Params() {
-		if i%7 != 0 && v != before[i] {
-			t.Fatalf("param %d changed by a skipped update", i)
-		}
-	}
-}
-
-func TestTrainingConversations(t *testing.T) {
-	msgs := []policy.Message{{Role: "system", Content: "S"}, {Role: "user", Content: "u1"}, {Role: "assistant", Content: "a1"},
-		{Role: "user", Content: "u2"}, {Role: "assistant", Content: "a2"}, {Role: "user", Content: "u3"}, {Role: "assistant", Content: "a3"}}
-	if got := trainingConversations(msgs, 0); len(got) != 1 || len(got[0]) != 7 {
-		t.Errorf("window 0: %v", got)
-	}
-	got := trainingConversations(msgs, 1)
-	want := [][]string{{"S", "u1", "a1"}, {"S", "u2", "a2"}, {"S", "u3", "a3"}}
-	check := func(got [][]tokenizer.Message, want [][]string) {
-		t.Helper()
-		if len(got) != len(want) {
-			t.Fatalf("got %d conversations, want %d", len(got), len(want))
-		}
-		for i := range want {
-			var contents []string
-			for _, m := range got[i] {
-				contents = append(contents, m.Content)
-			}
-			if strings.Join(contents, ",") != strings.Join(want[i], ",") {
-				t.Errorf("conversation %d = %v, want %v", i, contents, want[i])
-			}
-		}
-	}
-	check(got, want)
-	check(trainingConversations(msgs, 2), [][]string{{"S", "u1", "a1"}, {"S", "u1", "a1", "u2", "a2"}, {"S", "u2", "a2", "u3", "a3"}})
-}
-
-func TestTrainingLevelsAvoidValidationLayouts(t *testing.T) {
-	cfg, err := Parse([]byte("validation:\n  levels: 300\n"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, err := New(cfg, quietOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.buildValidationSet(); err != nil {
-		t.Fatal(err)
-	}
-	if len(tr.valSeeds) != 300 || len(tr.valKeys) != 300 {
-		t.Fatalf("%d validation seeds, %d distinct layouts; want 300 each", len(tr.valSeeds), len(tr.valKeys))
-	}
-	env, _ := tr.factory.New()
-	for _, base := range []uint64{cfg.Run.TrainSeedBase, warmSeedBase} {
-		seeds, next, err := tr.nextSeeds(base, 2000)
-		if err != nil {
-			t.Fatal(err)
-		}
-		skipped := int(next-base) - len(seeds)
-		for _, s := range seeds {
-			key, _ := env.Reset(s)
-			if tr.valKeys[key] {
-				t.Fatalf("seed %d reuses a validation layout", s)
-			}
-		}
-		// The generator repeats itself: some seeds must have been skipped,
-		// or the check above proves nothing.
-		if skipped == 0 {
-			t.Errorf("no seed from %d on shared a layout with the validation set; expected some", base)
-		}
-	}
-}
-
-func TestDynamicSamplingRefills(t *testing.T) {
-	if testing.Short() {
-		t.Skip("samples from a small model")
-	}
-	dir := t.TempDir()
-	cfg := tinyConfig(t, filepath.Join(dir, "run"), 1)
-	cfg.Filter.DynamicSampling, cfg.Filter.MaxSampleRounds = true, 2
-	tr, err := New(cfg, quietOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := tr.open(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
-	// Group 0 all scored alike (dropped), group 1 varies (kept).
-	var trajs []rollout.Trajectory
-	for g, scores := range [][]float64{{1, 1, 1, 1}, {0, 1, 0, 2}} {
-		for i, sc := range scores {
-			trajs = append(trajs, rollout.Trajectory{Group: g, Sample: i, Seed: uint64(100 + g), Score: sc})
-		}
-	}
-	m := metrics{}
-	out, next, err := s.dynamicSampling(context.Background(), 1, newBatch(trajs), 5000, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m["rollout/dynamic_sampling_rounds"] != 2 || m["rollout/dynamic_sampling_dropped"] < 1 || next <= 5000 {
-		t.Errorf("metrics %v, next seed %d", m, next)
-	}
-	if n := len(out.Trajectories); n%4 != 0 || n < 4 || n > 8 || len(out.Groups) != n/4 {
-		t.Fatalf("%d trajectories in %d groups back", n, len(out.Groups))
-	}
-	for i := 0; i < 4; i++ {
-		tr := out.Trajectories[out.Groups[0][i]]
-		if tr.Seed != 101 || tr.Group != 0 || tr.Score != []float64{0, 1, 0, 2}[i] {
-			t.Errorf("trajectory %d = group %d seed %d score %v; want the varied group first, renumbered 0", i, tr.Group, tr.Seed, tr.Score)
-		}
-	}
-	for _, i := range slices.Concat(out.Groups[1:]...) {
-		if tr := out.Trajectories[i]; tr.Group != 1 || tr.Seed < 5000 {
-			t.Errorf("refill trajectory %d: group %d seed %d", i, tr.Group, tr.Seed)
+	// The non-NaN weights are those left after the corruption.
+	after := l.withWeights(func([]float32) {})
+	for i, v := range after {
+		if i%7 != 0 && v != l.corrupted[i] {
+			t.Fatalf("weight %d changed by a skipped update", i)
 		}
 	}
 }
@@ -404,37 +260,37 @@ func TestKLInRewardRunEndsWithSummary(t *testing.T) {
 		t.Skip("trains a small model")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	cfg := tinyConfig(t, dir, 2, "rollout.history_window=0", "rollout.max_turns=2", "algo.use_kl_in_reward=true", "algo.kl_coef=0.05")
+	cfg := traintest.TinyConfig(t, dir, 2, "rollout.history_window=0", "rollout.max_turns=2", "algo.use_kl_in_reward=true", "algo.kl_coef=0.05")
 	var console strings.Builder
-	opts := quietOptions()
+	opts := traintest.QuietOptions()
 	opts.Console, opts.ConfigPath = &console, "my.yaml"
-	tr, err := New(cfg, opts)
+	tr, err := train.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, checkpointsDir, latestCheckpoint, referenceDir, "model.safetensors")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, train.CheckpointsDir, train.LatestCheckpoint, "reference", "model.safetensors")); err != nil {
 		t.Errorf("no reference policy in the checkpoint: %v", err)
 	}
-	ms, _ := ReadMetrics(dir)
+	ms, _ := train.ReadMetrics(dir)
 	if len(ms) != 3 || math.IsNaN(ms[2]["actor/pg_loss"]) {
 		t.Fatalf("metrics %v", ms)
 	}
 	out := console.String()
 	for _, want := range []string{"run finished after 2 of 2 steps", "validation success on 4 held-out levels (95% interval)",
 		"random policy", "warm start", "best (step", "final (step 2)", "go run ./trainer plot " + dir,
-		"go run ./trainer eval -config my.yaml -checkpoint " + filepath.Join(dir, checkpointsDir, latestCheckpoint), "trainer serve"} {
+		"go run ./trainer eval -config my.yaml -checkpoint " + filepath.Join(dir, train.CheckpointsDir, train.LatestCheckpoint), "trainer serve"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, summaryFile))
+	raw, err := os.ReadFile(filepath.Join(dir, train.SummaryFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sum Summary
+	var sum train.Summary
 	if err := json.Unmarshal(raw, &sum); err != nil {
 		t.Fatal(err)
 	}
@@ -447,43 +303,6 @@ func TestKLInRewardRunEndsWithSummary(t *testing.T) {
 	}
 	if sum.WarmStartTime <= 0 || sum.WarmStartTime >= sum.WallTime || !strings.Contains(out, "(warm start ") {
 		t.Errorf("warm start time %vs of %vs not reported:\n%s", sum.WarmStartTime, sum.WallTime, out)
-	}
-}
-
-// TestWarmStartIsStepBudgeted: the warm start trains warm_start.steps
-// steps however slow the clock says the machine is; only the optional
-// max_duration cap reads the clock, and it warns when it binds.
-func TestWarmStartIsStepBudgeted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a small model")
-	}
-	dir := t.TempDir()
-	warm := func(cache string, slow bool, sets ...string) ([]float32, string) {
-		t.Helper()
-		cfg := tinyConfig(t, filepath.Join(dir, "run"), 1, append([]string{"warm_start.steps=40", "warm_start.cache_dir=" + filepath.Join(dir, cache)}, sets...)...)
-		var logs strings.Builder
-		tr, err := New(cfg, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Console: io.Discard})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slow { // every reading of the clock is a minute later than the last
-			now := time.Unix(0, 0)
-			tr.now = func() time.Time { now = now.Add(time.Minute); return now }
-		}
-		ws, err := tr.warmStart(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ws.model.Params(), logs.String()
-	}
-	fast, _ := warm("a", false)
-	slow, _ := warm("b", true)
-	if !slices.Equal(fast, slow) {
-		t.Error("the same config gave different warm-started models under a slow clock")
-	}
-	capped, logs := warm("c", true, "warm_start.max_duration=5m")
-	if slices.Equal(fast, capped) || !strings.Contains(logs, "max_duration reached") {
-		t.Errorf("a binding max_duration neither stopped the warm start early nor warned:\n%s", logs)
 	}
 }
 
@@ -501,14 +320,14 @@ func TestSameRunOnEveryKernelPath(t *testing.T) {
 		defer simd.SetLevel(prev)
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		out := filepath.Join(dir, name)
-		tr, err := New(tinyConfig(t, out, 2, "warm_start.cache_dir="+filepath.Join(dir, "cache-"+name)), quietOptions())
+		tr, err := train.New(traintest.TinyConfig(t, out, 2, "warm_start.cache_dir="+filepath.Join(dir, "cache-"+name)), traintest.QuietOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := tr.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		ms, err := ReadMetrics(out)
+		ms, err := train.ReadMetrics(out)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -524,101 +343,9 @@ func TestSameRunOnEveryKernelPath(t *testing.T) {
 		t.Fatalf("%d metrics rows, want %d", len(got), len(want))
 	}
 	for i := range want {
-		if !sameMetrics(want[i], got[i]) {
+		if !traintest.SameMetrics(want[i], got[i]) {
 			t.Errorf("step %v differs between %v on 2 cores and %v on 1:\n%v\n%v", want[i]["step"], simd.Hardware(), other, want[i], got[i])
 		}
-	}
-}
-
-// TestWarmStartCacheFollowsTheDemonstrations: a second start with the same
-// config reuses the cached warm start, and the cache key covers the
-// demonstrations' text, so an environment or expert that now writes
-// anything differently gets a model trained on what it writes now.
-func TestWarmStartCacheFollowsTheDemonstrations(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a small model")
-	}
-	dir := t.TempDir()
-	cfg := tinyConfig(t, filepath.Join(dir, "run"), 1, "warm_start.steps=20", "warm_start.cache_dir="+filepath.Join(dir, "cache"))
-	start := func() (*Trainer, *warmStartResult) {
-		t.Helper()
-		tr, err := New(cfg, Options{Logger: slog.New(slog.DiscardHandler), Console: io.Discard})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws, err := tr.warmStart(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr, ws
-	}
-	_, first := start()
-	tr, second := start()
-	if first.cached || !second.cached || first.dir != second.dir {
-		t.Fatalf("cached: first %v, second %v (dirs %s, %s); want a build, then the cached model", first.cached, second.cached, first.dir, second.dir)
-	}
-	if !slices.Equal(first.model.Params(), second.model.Params()) {
-		t.Error("the cached model differs from the one built")
-	}
-
-	demos := []rollout.Trajectory{{Seed: 7, Messages: []policy.Message{{Role: "user", Content: "obs"}, {Role: "assistant", Content: "<answer>Up</answer>"}}}}
-	key := func(d []rollout.Trajectory) string {
-		k, err := tr.warmStartKey(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	same := []rollout.Trajectory{{Seed: 7, Messages: slices.Clone(demos[0].Messages)}}
-	changed := []rollout.Trajectory{{Seed: 7, Messages: slices.Clone(demos[0].Messages)}}
-	changed[0].Messages[1].Content = "<answer>Down</answer>"
-	if key(demos) != key(same) {
-		t.Error("equal demonstrations gave different cache keys")
-	}
-	if key(demos) == key(changed) {
-		t.Error("a demonstration that acts differently kept the cache key")
-	}
-
-	// The key is the same on every start of a config whose YAML nodes
-	// (validation.env_config) are decoded anew each time, and follows
-	// what they say.
-	keyOf := func(set ...string) string {
-		t.Helper()
-		tr, err := New(tinyConfig(t, filepath.Join(dir, "run"), 1, set...), quietOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		k, err := tr.warmStartKey(demos)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return k
-	}
-	if a, b := keyOf("validation.env_config.max_steps=50"), keyOf("validation.env_config.max_steps=50"); a != b {
-		t.Errorf("two starts of one config gave cache keys %s and %s", a, b)
-	}
-	// Settings the warm start never reads do not split the cache: the
-	// runs of a sweep over them share one starting model.
-	if keyOf("validation.env_config.max_steps=50") != keyOf("validation.env_config.max_steps=60") {
-		t.Error("validation.env_config, which the warm start never reads, changed the cache key")
-	}
-	if keyOf("rollout.sampling.max_tokens=24") != keyOf("rollout.sampling.max_tokens=96", "rollout.sampling.temperature=0.5") {
-		t.Error("rollout.sampling, which the warm start never reads, changed the cache key")
-	}
-	// warm_start.env_config is what the demonstrations are played on:
-	// a setting there counts as in env.config, and one equal to env.config's
-	// own value is no change at all.
-	if keyOf("warm_start.env_config.max_steps=50") == keyOf() {
-		t.Error("warm_start.env_config does not change the cache key")
-	}
-	if keyOf("warm_start.env_config.max_steps=50") != keyOf("env.config.max_steps=50") {
-		t.Error("warm_start.env_config and env.config saying the same gave different cache keys")
-	}
-	if keyOf("env.config.max_steps=60", "warm_start.env_config.max_steps=50") != keyOf("env.config.max_steps=50") {
-		t.Error("a warm start on the same demonstration environment did not share the cache key")
-	}
-	if keyOf("rollout.concurrency=1") != keyOf("rollout.concurrency=3") {
-		t.Error("rollout.concurrency, which changes no result, changed the cache key")
 	}
 }
 
@@ -636,15 +363,15 @@ func TestTurnLevelCreditTrains(t *testing.T) {
 	}{{"GiGPO", "credit/anchor_groups"}, {"CAST", "credit/solver_rms"}, {"BiLevelPPO", "critic/vf_loss"}} {
 		for _, window := range []string{"0", "1"} {
 			dir := filepath.Join(parent, c.preset+window)
-			cfg := tinyConfig(t, dir, 2, "algo.preset="+c.preset, "rollout.history_window="+window, "rollout.max_turns=2")
-			tr, err := New(cfg, quietOptions())
+			cfg := traintest.TinyConfig(t, dir, 2, "algo.preset="+c.preset, "rollout.history_window="+window, "rollout.max_turns=2")
+			tr, err := train.New(cfg, traintest.QuietOptions())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if err := tr.Run(context.Background()); err != nil {
 				t.Fatalf("%s, history_window %s: %v", c.preset, window, err)
 			}
-			ms, err := ReadMetrics(dir)
+			ms, err := train.ReadMetrics(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -660,8 +387,8 @@ func TestTurnLevelCreditTrains(t *testing.T) {
 }
 
 func TestSolverCreditNeedsASolver(t *testing.T) {
-	cfg := tinyConfig(t, filepath.Join(t.TempDir(), "run"), 1, "algo.preset=CAST", "env.name=bandit")
-	_, err := New(cfg, quietOptions())
+	cfg := traintest.TinyConfig(t, filepath.Join(t.TempDir(), "run"), 1, "algo.preset=CAST", "env.name=bandit")
+	_, err := train.New(cfg, traintest.QuietOptions())
 	if err == nil || !strings.Contains(err.Error(), "exact solver") {
 		t.Fatalf("CAST on bandit: %v", err)
 	}
@@ -671,13 +398,13 @@ func TestSolverCreditNeedsASolver(t *testing.T) {
 // method a run does not use are left out of its identity, so changing
 // them (or a run recorded before they existed) still matches.
 func TestInactiveCreditSettingsAreNotIdentity(t *testing.T) {
-	ids := map[string]runIdentity{}
+	ids := map[string]train.RunIdentity{}
 	for _, sets := range [][]string{nil, {"algo.solver_alpha=0.5", "algo.high_level_gamma=0.5"}, {"algo.preset=CAST"}, {"algo.preset=CAST", "algo.solver_alpha=0.5"}} {
-		tr, err := New(tinyConfig(t, filepath.Join(t.TempDir(), "run"), 1, sets...), quietOptions())
+		tr, err := train.New(traintest.TinyConfig(t, filepath.Join(t.TempDir(), "run"), 1, sets...), traintest.QuietOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, err := tr.identity()
+		id, err := train.Identity(tr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -709,20 +436,20 @@ func TestResumedSummaryCountsEverySession(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "run")
 	clock := time.Unix(0, 0)
 	tick := func() time.Time { clock = clock.Add(time.Second); return clock }
-	run := func(steps int) Summary {
-		tr, err := New(tinyConfig(t, dir, steps, "warm_start.cache_dir="+filepath.Join(t.TempDir(), "fresh-cache")), quietOptions())
+	run := func(steps int) train.Summary {
+		tr, err := train.New(traintest.TinyConfig(t, dir, steps, "warm_start.cache_dir="+filepath.Join(t.TempDir(), "fresh-cache")), traintest.QuietOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr.now = tick
+		train.SetClock(tr, tick)
 		if err := tr.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		raw, err := os.ReadFile(filepath.Join(dir, summaryFile))
+		raw, err := os.ReadFile(filepath.Join(dir, train.SummaryFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var sum Summary
+		var sum train.Summary
 		if err := json.Unmarshal(raw, &sum); err != nil {
 			t.Fatal(err)
 		}
@@ -751,23 +478,23 @@ func TestCollapseAlarm(t *testing.T) {
 		t.Skip("trains a small model")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	cfg := tinyConfig(t, dir, 3, "collapse.every=1", "collapse.alarm.dependence_high=1", "collapse.alarm.dependence_low=0.999",
+	cfg := traintest.TinyConfig(t, dir, 3, "collapse.every=1", "collapse.alarm.dependence_high=1", "collapse.alarm.dependence_low=0.999",
 		"collapse.alarm.stop_on=[template_collapse, low_entropy_collapse]")
 	var console strings.Builder
-	opts := quietOptions()
+	opts := traintest.QuietOptions()
 	opts.Console = &console
-	tr, err := New(cfg, opts)
+	tr, err := train.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Run(context.Background()); !errors.Is(err, ErrStopped) {
+	if err := tr.Run(context.Background()); !errors.Is(err, train.ErrStopped) {
 		t.Fatalf("run ended with %v, want ErrStopped; stop_on %v; console:\n%s", err, cfg.Collapse.Alarm.StopOn, console.String())
 	}
 	out := console.String()
 	if !strings.Contains(out, "regime none -> ") || !strings.Contains(out, "stopped early: collapse alarm: the reasoning regime became") {
 		t.Errorf("console:\n%s", out)
 	}
-	ms, _ := ReadMetrics(dir)
+	ms, _ := train.ReadMetrics(dir)
 	last := ms[len(ms)-1]
 	if code := last["collapse/regime"]; code != 3 && code != 4 {
 		t.Errorf("collapse/regime = %v, want a collapsed regime (3 or 4): %v", code, last)
@@ -777,11 +504,11 @@ func TestCollapseAlarm(t *testing.T) {
 	}
 
 	// With the defaults the alarm classifies and stays on.
-	cfg = tinyConfig(t, filepath.Join(t.TempDir(), "run2"), 2, "collapse.every=1", "collapse.alarm.stop_on=[template_collapse]")
+	cfg = traintest.TinyConfig(t, filepath.Join(t.TempDir(), "run2"), 2, "collapse.every=1", "collapse.alarm.stop_on=[template_collapse]")
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Parse([]byte("collapse:\n  alarm:\n    stop_on: [templat_collapse]\n"), nil); err == nil || !strings.Contains(err.Error(), "stop_on") {
+	if _, err := train.Parse([]byte("collapse:\n  alarm:\n    stop_on: [templat_collapse]\n"), nil); err == nil || !strings.Contains(err.Error(), "stop_on") {
 		t.Errorf("a misspelt regime: %v", err)
 	}
 }
@@ -794,27 +521,27 @@ func TestRebuttalFilters(t *testing.T) {
 	}
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "within")
-	tr, err := New(tinyConfig(t, dir, 2, "filter.strategy=within_group", "filter.value=0.5"), quietOptions())
+	tr, err := train.New(traintest.TinyConfig(t, dir, 2, "filter.strategy=within_group", "filter.value=0.5"), traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ms, _ := ReadMetrics(dir)
+	ms, _ := train.ReadMetrics(dir)
 	last := ms[len(ms)-1]
 	if last["rollout/within_group_kept_ratio"] != 0.5 || last["actor/kept_trajectories"] != 4 {
 		t.Errorf("within_group: kept ratio %v, %v trajectories trained (want 0.5 and 4 of 2×4)", last["rollout/within_group_kept_ratio"], last["actor/kept_trajectories"])
 	}
 	dir = filepath.Join(parent, "percentile")
-	tr, err = New(tinyConfig(t, dir, 2, "filter.strategy=percentile_range", "filter.percentile_low=0", "filter.percentile_high=0.5"), quietOptions())
+	tr, err = train.New(traintest.TinyConfig(t, dir, 2, "filter.strategy=percentile_range", "filter.percentile_low=0", "filter.percentile_high=0.5"), traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ms, _ = ReadMetrics(dir)
+	ms, _ = train.ReadMetrics(dir)
 	for _, m := range ms[1:] {
 		if m["rollout/filter_kept_count"] != 1 {
 			t.Errorf("percentile_range [0, 0.5) of 2 groups kept %v", m["rollout/filter_kept_count"])
@@ -829,7 +556,7 @@ func TestLegacyCheckpointKeepsItsWallTime(t *testing.T) {
 		t.Skip("trains a small model")
 	}
 	dir := filepath.Join(t.TempDir(), "run")
-	tr, err := New(tinyConfig(t, dir, 1), quietOptions())
+	tr, err := train.New(traintest.TinyConfig(t, dir, 1), traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -838,7 +565,7 @@ func TestLegacyCheckpointKeepsItsWallTime(t *testing.T) {
 	}
 	// Make the checkpoint look old: no elapsed times in its state, and a
 	// summary that says what the old session measured.
-	statePath := filepath.Join(dir, checkpointsDir, latestCheckpoint, stateFile)
+	statePath := filepath.Join(dir, train.CheckpointsDir, train.LatestCheckpoint, train.StateFile)
 	raw, _ := os.ReadFile(statePath)
 	var st map[string]any
 	json.Unmarshal(raw, &st)
@@ -846,7 +573,7 @@ func TestLegacyCheckpointKeepsItsWallTime(t *testing.T) {
 	delete(st, "warm_start_s")
 	raw, _ = json.Marshal(st)
 	os.WriteFile(statePath, raw, 0o644)
-	sumPath := filepath.Join(dir, summaryFile)
+	sumPath := filepath.Join(dir, train.SummaryFile)
 	raw, _ = os.ReadFile(sumPath)
 	var sum map[string]any
 	json.Unmarshal(raw, &sum)
@@ -854,7 +581,7 @@ func TestLegacyCheckpointKeepsItsWallTime(t *testing.T) {
 	raw, _ = json.Marshal(sum)
 	os.WriteFile(sumPath, raw, 0o644)
 
-	tr, err = New(tinyConfig(t, dir, 1), quietOptions())
+	tr, err = train.New(traintest.TinyConfig(t, dir, 1), traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -862,7 +589,7 @@ func TestLegacyCheckpointKeepsItsWallTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ = os.ReadFile(sumPath)
-	var after Summary
+	var after train.Summary
 	json.Unmarshal(raw, &after)
 	if after.WallTime < 1000 || after.WallTime > 1010 || after.WarmStartTime != 400 {
 		t.Errorf("after resuming a legacy checkpoint: wall %vs, warm start %vs; want about 1000 and 400", after.WallTime, after.WarmStartTime)
@@ -878,14 +605,14 @@ func TestGradientAnalysis(t *testing.T) {
 	parent := t.TempDir()
 	run := func(name string, sets ...string) []map[string]float64 {
 		dir := filepath.Join(parent, name)
-		tr, err := New(tinyConfig(t, dir, 2, append([]string{"algo.use_kl_loss=true", "algo.kl_loss_coef=0.1"}, sets...)...), quietOptions())
+		tr, err := train.New(traintest.TinyConfig(t, dir, 2, append([]string{"algo.use_kl_loss=true", "algo.kl_loss_coef=0.1"}, sets...)...), traintest.QuietOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := tr.Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		ms, err := ReadMetrics(dir)
+		ms, err := train.ReadMetrics(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -925,33 +652,33 @@ func TestStoppedRunStaysStopped(t *testing.T) {
 	// Any regime stops the run: the alarm's first reading ends it.
 	sets := []string{"collapse.every=1", "collapse.alarm.stop_on=[diverse,compressed,template_collapse,low_entropy_collapse,incoherent]"}
 	run := func() error {
-		tr, err := New(tinyConfig(t, out, 6, sets...), quietOptions())
+		tr, err := train.New(traintest.TinyConfig(t, out, 6, sets...), traintest.QuietOptions())
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tr.Run(context.Background())
 	}
-	if err := run(); !errors.Is(err, ErrStopped) {
+	if err := run(); !errors.Is(err, train.ErrStopped) {
 		t.Fatalf("first session: %v, want ErrStopped", err)
 	}
-	before, err := ReadMetrics(out)
+	before, err := train.ReadMetrics(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if last := before[len(before)-1]["step"]; last >= 6 {
 		t.Fatalf("the alarm did not stop the run: it reached step %v", last)
 	}
-	if err := run(); !errors.Is(err, ErrStopped) {
+	if err := run(); !errors.Is(err, train.ErrStopped) {
 		t.Fatalf("resumed session: %v, want ErrStopped", err)
 	}
-	after, err := ReadMetrics(out)
+	after, err := train.ReadMetrics(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(after) != len(before) {
 		t.Errorf("the resumed session trained on: %d metric rows, had %d", len(after), len(before))
 	}
-	var sum Summary
+	var sum train.Summary
 	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -973,7 +700,7 @@ func TestResumeWarnsOnOtherArithmetic(t *testing.T) {
 	cache := "warm_start.cache_dir=" + filepath.Join(t.TempDir(), "cache")
 	run := func(steps int) string {
 		var logs strings.Builder
-		tr, err := New(tinyConfig(t, dir, steps, cache), Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Console: io.Discard})
+		tr, err := train.New(traintest.TinyConfig(t, dir, steps, cache), train.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Console: io.Discard})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -983,7 +710,7 @@ func TestResumeWarnsOnOtherArithmetic(t *testing.T) {
 		return logs.String()
 	}
 	run(1)
-	statePath := filepath.Join(dir, checkpointsDir, latestCheckpoint, stateFile)
+	statePath := filepath.Join(dir, train.CheckpointsDir, train.LatestCheckpoint, train.StateFile)
 	raw, err := os.ReadFile(statePath)
 	if err != nil {
 		t.Fatal(err)
@@ -1013,5 +740,82 @@ func TestResumeWarnsOnOtherArithmetic(t *testing.T) {
 	}
 	if logs := run(3); !strings.Contains(logs, warning) || !strings.Contains(logs, "0123456789abcdef") {
 		t.Errorf("resuming a checkpoint of other arithmetic did not warn:\n%s", logs)
+	}
+}
+
+// TestLoRAConfigAndIdentity: model.lora's keys are validated by name, and
+// are part of the run identity only when adapters are on (so runs recorded
+// before they existed still match).
+func TestLoRAConfigAndIdentity(t *testing.T) {
+	for doc, want := range map[string]string{
+		"model:\n  lora:\n    rank: -1\n":                        "model.lora.rank",
+		"model:\n  lora:\n    rank: 4\n    alpha: 0\n":           "model.lora.alpha",
+		"model:\n  lora:\n    rank: 4\n    dropout: 0.1\n":       "model.lora.dropout: only 0 is supported",
+		"model:\n  lora:\n    rank: 4\n    targets: [lm_head]\n": `model.lora.targets: unknown module "lm_head"`,
+		"model:\n  lora:\n    rank: 4\n    targets: []\n":        "model.lora.targets: name at least one module",
+		"model:\n  lora:\n    rank: 4\n    ranks: 4\n":           `unknown key "ranks"`,
+	} {
+		if _, err := train.Parse([]byte(doc), nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want %q", doc, err, want)
+		}
+	}
+	cfg, err := train.Parse([]byte("model:\n  lora:\n    rank: 4\n    targets: [v_proj, q_proj]\n"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.Model.LoRA.Targets, []string{"v_proj", "q_proj"}) || cfg.Model.LoRA.Alpha != 16 {
+		t.Errorf("model.lora %+v", cfg.Model.LoRA)
+	}
+	ids := map[string]train.RunIdentity{}
+	for _, sets := range [][]string{nil, {"model.lora.alpha=32"}, {"model.lora.rank=8"}, {"model.lora.rank=8", "model.lora.alpha=32"}} {
+		tr, err := train.New(traintest.TinyConfig(t, filepath.Join(t.TempDir(), "run"), 1, sets...), traintest.QuietOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := train.Identity(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[strings.Join(sets, " ")] = id
+	}
+	off, on := ids[""], ids["model.lora.rank=8"]
+	for k := range off.Config {
+		if strings.HasPrefix(k, "model.lora") {
+			t.Errorf("identity without adapters holds %s", k)
+		}
+	}
+	if off.ConfigHash != ids["model.lora.alpha=32"].ConfigHash {
+		t.Error("an unused adapter setting changed the identity")
+	}
+	if on.Config["model.lora.rank"] != "8" || on.Config["model.lora.targets.6"] != "down_proj" || on.ConfigHash == ids["model.lora.rank=8 model.lora.alpha=32"].ConfigHash {
+		t.Errorf("identity with adapters: %v", on.Config)
+	}
+}
+
+// TestLoRARunResumes trains adapters (model.lora) on the warm-started
+// native model and on a Hugging Face model: a split run equals the
+// uninterrupted one metric for metric (the adapters and their optimizer
+// state are checkpointed, the base is rebuilt and checked), with a KL
+// reference (the base model) and with a PPO critic (trained in full).
+func TestLoRARunResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	src, err := hftest.Write(filepath.Join(t.TempDir(), "qwen2-tiny"), hftest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lora := []string{"model.lora.rank=4", "model.lora.alpha=8"}
+	for _, c := range []struct {
+		name string
+		sets []string
+		want string
+	}{
+		{"native GRPO", nil, "actor/pg_loss"},
+		{"native KL, q and v", []string{"algo.use_kl_loss=true", "algo.kl_loss_coef=0.05", "model.lora.targets=[q_proj, v_proj]"}, "actor/kl_loss"},
+		{"HF PPO with KL", []string{"model.init=" + src.Path, "rollout.max_turns=2", "rollout.sampling.max_tokens=12",
+			"algo.preset=PPO", "algo.use_kl_loss=true", "algo.kl_loss_coef=0.05"}, "critic/vf_loss"},
+	} {
+		t.Run(c.name, func(t *testing.T) { checkResume(t, append(slices.Clone(lora), c.sets...), c.want) })
 	}
 }

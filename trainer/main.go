@@ -19,8 +19,11 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	_ "github.com/agentrl/agentrl/envs/builtin" // registers the bundled environments
-	_ "github.com/agentrl/agentrl/envs/openenv" // registers "openenv", environments on a remote OpenEnv server
+	_ "github.com/agentrl/agentrl/envs/builtin"        // registers the bundled environments
+	_ "github.com/agentrl/agentrl/envs/openenv"        // registers "openenv", environments on a remote OpenEnv server
+	_ "github.com/agentrl/agentrl/train/inprocess"     // registers the "native" learner, in this process
+	_ "github.com/agentrl/agentrl/train/served"        // registers the "served" sampler (server.url)
+	_ "github.com/agentrl/agentrl/train/tinkerlearner" // registers the "tinker" learner (tinker.url)
 )
 
 // subcommand is one verb of the CLI.

@@ -17,8 +17,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/agentrl/agentrl/internal/metricsfile"
 	"github.com/agentrl/agentrl/internal/stats"
-	"github.com/agentrl/agentrl/train"
 )
 
 // Run is one run directory.
@@ -69,7 +69,7 @@ func Load(dir string) (Run, error) {
 		return r, fmt.Errorf("%s/run.json: %w", dir, err)
 	}
 	r.Config = id.Config
-	if r.Rows, err = train.ReadMetrics(dir); err != nil {
+	if r.Rows, err = metricsfile.Read(dir); err != nil {
 		return r, err
 	}
 	return r, nil

@@ -233,3 +233,42 @@ func keyLine(node *yaml.Node, key string) int {
 	}
 	return 0
 }
+
+// Flatten writes the leaves of v's YAML form into out as dotted keys
+// under prefix ("model.lora.rank": "8"); lists are indexed ("a.0").
+func Flatten(prefix string, v any, out map[string]string) error {
+	var doc yaml.Node
+	if err := doc.Encode(v); err != nil {
+		return err
+	}
+	var tree any
+	if err := doc.Decode(&tree); err != nil {
+		return err
+	}
+	flatten(prefix, tree, out)
+	return nil
+}
+
+// flatten writes the leaves of a decoded YAML tree as dotted keys.
+func flatten(prefix string, v any, out map[string]string) {
+	join := func(k string) string {
+		if prefix == "" {
+			return k
+		}
+		return prefix + "." + k
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			flatten(join(k), e, out)
+		}
+	case []any:
+		for i, e := range x {
+			flatten(join(fmt.Sprint(i)), e, out)
+		}
+	case nil:
+		out[prefix] = ""
+	default:
+		out[prefix] = fmt.Sprint(x)
+	}
+}

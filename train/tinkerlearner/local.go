@@ -1,4 +1,4 @@
-package train
+package tinkerlearner
 
 import (
 	"context"
@@ -14,15 +14,14 @@ import (
 	"github.com/agentrl/agentrl/server/tinkerapi"
 )
 
-func init() { startLocalTinker = serveLocalTinker }
-
-// serveLocalTinker starts server/tinkerapi on p, listening on a loopback
-// port: the run then speaks the Tinker API over HTTP to its own process,
-// exactly as to a remote server. The saved weights stay in stateDir, so
+// startLocalTinker starts an offline Tinker server (server/tinkerapi) on
+// p in this process, listening on a loopback port, and returns its base
+// URL, its base model's name and how to stop it. The run then speaks the
+// Tinker API over HTTP to its own process, exactly as to a remote server. The saved weights stay in stateDir, so
 // that a resumed run's new server loads them. A forward pass takes a whole
 // mini-batch, as the in-process learner's does, so the two sum their
 // gradients in the same order.
-func serveLocalTinker(ctx context.Context, p *local.Policy, stateDir string, log *slog.Logger) (string, string, func(), error) {
+func startLocalTinker(ctx context.Context, p *local.Policy, stateDir string, log *slog.Logger) (string, string, func(), error) {
 	if err := os.MkdirAll(stateDir, 0o755); err != nil {
 		return "", "", nil, err
 	}

@@ -1,4 +1,16 @@
-package train
+// Package inprocess is the learner that trains in this process: the
+// embedded Go transformer (model/native), warm-started on an environment's
+// expert demonstrations, or a Hugging Face model directory (model.init),
+// every weight or LoRA adapters (model.lora). It registers as train's
+// "native" learner; import it for its side effect:
+//
+//	import _ "github.com/agentrl/agentrl/train/inprocess"
+//
+// The warm start (warmstart.go) trains the embedded model's tokenizer on
+// expert demonstrations and the model on them by supervised learning,
+// through the same optimizer step as RL updates, and caches the result
+// keyed on everything it depends on.
+package inprocess
 
 import (
 	"context"
@@ -10,7 +22,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 
@@ -19,7 +30,38 @@ import (
 	"github.com/agentrl/agentrl/model/native"
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/text/tokenizer"
+	"github.com/agentrl/agentrl/train"
 )
+
+func init() {
+	train.RegisterLearner(train.LearnerNative, train.LearnerRegistration{
+		Description: "trains the embedded Go transformer (warm-started) or a Hugging Face model in this process, in full or with LoRA adapters",
+		New:         New,
+	})
+}
+
+// New is the native learner's factory (a train.LearnerFactory): for a new
+// run, the starting model (StartingModel) with adapters, critic and
+// reference as the configuration asks; resumed, the checkpoint's state
+// (with adapters, over the base model rebuilt as the run started it).
+func New(ctx context.Context, start *train.Start) (train.Learner, error) {
+	cfg := start.Config
+	if start.ResumeFrom == "" {
+		s, err := StartingModel(ctx, start)
+		if err != nil {
+			return nil, err
+		}
+		return newLearner(cfg, s)
+	}
+	var base *Starting
+	if cfg.Model.LoRA.Enabled() {
+		var err error
+		if base, err = StartingModel(ctx, start); err != nil {
+			return nil, err
+		}
+	}
+	return load(cfg, start.ResumeFrom, base)
+}
 
 // Directories of a native learner's checkpoint besides the actor's files,
 // which sit at the top so that the checkpoint loads as a policy on its own
@@ -76,7 +118,7 @@ func paramsSHA256(m *native.Model) string {
 // transformer: the actor and optional critic train with AdamW, the
 // reference is a frozen copy of the starting actor.
 type nativeLearner struct {
-	algo AlgoConfig
+	algo train.AlgoConfig
 	// tok is the agentrl tokenizer, or nil for an actor from a Hugging
 	// Face directory, whose files (tokenizer, chat template, config) are
 	// hf.
@@ -95,24 +137,29 @@ type nativeLearner struct {
 	refBase bool
 }
 
-var _ Learner = (*nativeLearner)(nil)
+var (
+	_ train.Learner            = (*nativeLearner)(nil)
+	_ train.AdapterSaver       = (*nativeLearner)(nil)
+	_ train.GradientAnalyzer   = (*nativeLearner)(nil)
+	_ train.ArithmeticReporter = (*nativeLearner)(nil)
+)
 
-// newNativeLearner starts a learner from the starting actor (warm-started,
-// loaded or fresh; baseDir is its directory, if it has one): adapters on it
-// with model.lora, a fresh critic when the estimator needs one, and a
-// frozen copy of the actor as reference when a KL term needs one (with
-// adapters, the base model itself).
-func newNativeLearner(cfg Config, actor *native.Model, tok *tokenizer.Tokenizer, hf local.HFFiles, baseDir string) (*nativeLearner, error) {
-	l := &nativeLearner{algo: cfg.Algo, tok: tok, hf: hf, actor: actor}
+// newLearner starts a learner from the starting model s (warm-started,
+// loaded or fresh): adapters on it with model.lora, a fresh critic when
+// the estimator needs one, and a frozen copy of the actor as reference
+// when a KL term needs one (with adapters, the base model itself).
+func newLearner(cfg train.Config, s *Starting) (*nativeLearner, error) {
+	actor := s.Model
+	l := &nativeLearner{algo: cfg.Algo, tok: s.Tokenizer, hf: s.HF, actor: actor}
 	if cfg.Model.LoRA.Enabled() {
-		base, err := newLoRABase(actor, baseDir)
+		base, err := newLoRABase(actor, s.Dir)
 		if err != nil {
 			return nil, err
 		}
-		if err := actor.EnableLoRA(cfg.Model.LoRA.native(cfg.Run.Seed)); err != nil {
+		if err := actor.EnableLoRA(cfg.Model.LoRA.Native(cfg.Run.Seed)); err != nil {
 			return nil, fmt.Errorf("model.lora: %w", err)
 		}
-		l.base, l.refBase = base, cfg.needsReference()
+		l.base, l.refBase = base, cfg.NeedsReference()
 	}
 	l.actorOpt = native.NewAdamW(actor, 0.9, 0.999, 1e-8, float32(cfg.Algo.WeightDecay))
 	if cfg.Algo.UsesCritic() {
@@ -124,7 +171,7 @@ func newNativeLearner(cfg Config, actor *native.Model, tok *tokenizer.Tokenizer,
 		}
 		l.criticOpt = native.NewAdamW(l.critic, 0.9, 0.999, 1e-8, float32(cfg.Algo.WeightDecay))
 	}
-	if cfg.needsReference() && !l.refBase {
+	if cfg.NeedsReference() && !l.refBase {
 		l.ref = actor.Clone()
 	}
 	return l, l.initPolicy(cfg)
@@ -142,15 +189,15 @@ func newLoRABase(m *native.Model, dir string) (*loraBase, error) {
 	return &loraBase{Dir: dir, ParamsSHA256: paramsSHA256(m)}, nil
 }
 
-// loadNativeLearner restores a learner from a directory Save wrote. The
-// configuration decides what must be there: a critic for estimators with
-// a value function, a reference for KL terms; with model.lora, the
-// adapters, over ws, the base model rebuilt as the run started.
-func loadNativeLearner(cfg Config, dir string, ws *warmStartResult) (*nativeLearner, error) {
+// load restores a learner from a directory Save wrote. The configuration
+// decides what must be there: a critic for estimators with a value
+// function, a reference for KL terms; with model.lora, the adapters, over
+// base, the base model rebuilt as the run started.
+func load(cfg train.Config, dir string, base *Starting) (*nativeLearner, error) {
 	var l *nativeLearner
 	var err error
 	if cfg.Model.LoRA.Enabled() {
-		l, err = loadAdapters(cfg, dir, ws)
+		l, err = loadAdapters(cfg, dir, base)
 	} else {
 		l, err = loadActor(cfg, dir)
 	}
@@ -170,9 +217,9 @@ func loadNativeLearner(cfg Config, dir string, ws *warmStartResult) (*nativeLear
 		cck.Optimizer.WeightDecay = float32(cfg.Algo.WeightDecay)
 		l.critic, l.criticOpt = cck.Model, cck.Optimizer
 	}
-	if cfg.needsReference() && l.refBase {
+	if cfg.NeedsReference() && l.refBase {
 		// The base model is the reference.
-	} else if cfg.needsReference() {
+	} else if cfg.NeedsReference() {
 		rck, err := native.LoadCheckpoint(filepath.Join(dir, referenceDir))
 		if err != nil {
 			return nil, fmt.Errorf("the KL reference policy: %w", err)
@@ -184,7 +231,7 @@ func loadNativeLearner(cfg Config, dir string, ws *warmStartResult) (*nativeLear
 
 // loadActor reads the actor, its optimizer state and its text side from
 // a checkpoint in either layout.
-func loadActor(cfg Config, dir string) (*nativeLearner, error) {
+func loadActor(cfg train.Config, dir string) (*nativeLearner, error) {
 	if local.IsHFDir(dir) {
 		// The context is model.max_seq again, as when the run started
 		// from model.init: the directory keeps the source's
@@ -219,7 +266,7 @@ func loadActor(cfg Config, dir string) (*nativeLearner, error) {
 // loadAdapters restores the actor of a run that trains adapters: the base
 // model ws, checked against the checkpoint's record of it, with the
 // adapters and their optimizer state of the checkpoint.
-func loadAdapters(cfg Config, dir string, ws *warmStartResult) (*nativeLearner, error) {
+func loadAdapters(cfg train.Config, dir string, ws *Starting) (*nativeLearner, error) {
 	if exists(filepath.Join(dir, native.WeightsFile)) || local.IsHFDir(dir) {
 		return nil, fmt.Errorf("%s: the checkpoint holds a model trained in full, not adapters (model.lora.rank is %d here)", dir, cfg.Model.LoRA.Rank)
 	}
@@ -231,16 +278,16 @@ func loadAdapters(cfg Config, dir string, ws *warmStartResult) (*nativeLearner, 
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return nil, fmt.Errorf("%s: %s: %w", dir, baseFile, err)
 	}
-	actor := ws.model
+	actor := ws.Model
 	if got := paramsSHA256(actor); got != rec.ParamsSHA256 {
 		return nil, fmt.Errorf("%s: the base model (%s) is not the one the adapters were trained on "+
-			"(its weights' SHA-256 is %.12s…, the checkpoint's %.12s…): model.init, or the warm start, changed", dir, ws.dir, got, rec.ParamsSHA256)
+			"(its weights' SHA-256 is %.12s…, the checkpoint's %.12s…): model.init, or the warm start, changed", dir, ws.Dir, got, rec.ParamsSHA256)
 	}
-	base, err := newLoRABase(actor, ws.dir)
+	base, err := newLoRABase(actor, ws.Dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := actor.EnableLoRA(cfg.Model.LoRA.native(cfg.Run.Seed)); err != nil {
+	if err := actor.EnableLoRA(cfg.Model.LoRA.Native(cfg.Run.Seed)); err != nil {
 		return nil, fmt.Errorf("model.lora: %w", err)
 	}
 	// LoadPEFT requires the checkpoint's adapters to be model.lora's.
@@ -251,11 +298,11 @@ func loadAdapters(cfg Config, dir string, ws *warmStartResult) (*nativeLearner, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: the adapters' optimizer state: %w", dir, err)
 	}
-	return &nativeLearner{algo: cfg.Algo, tok: ws.tok, hf: ws.hf, actor: actor, actorOpt: opt,
-		base: base, refBase: cfg.needsReference()}, nil
+	return &nativeLearner{algo: cfg.Algo, tok: ws.Tokenizer, hf: ws.HF, actor: actor, actorOpt: opt,
+		base: base, refBase: cfg.NeedsReference()}, nil
 }
 
-func (l *nativeLearner) initPolicy(cfg Config) error {
+func (l *nativeLearner) initPolicy(cfg train.Config) error {
 	var err error
 	if l.hf != nil {
 		l.pol, err = local.NewHF(cfg.Env.Name, l.actor, l.hf)
@@ -274,15 +321,22 @@ func (l *nativeLearner) tokenizerBytes() ([]byte, error) {
 	return tokenizerJSON(l.tok)
 }
 
-// Policy implements Learner: the actor, in process.
+// Policy implements train.Learner: the actor, in process.
 func (l *nativeLearner) Policy() policy.Policy { return l.pol }
 
-// Model implements Learner.
-func (l *nativeLearner) Model() ModelInfo {
-	info := ModelInfo{Kind: "native", Params: l.actor.NumParams()}
+// ArithmeticID implements train.ArithmeticReporter: native.ArithmeticID,
+// or empty if its probe failed.
+func (l *nativeLearner) ArithmeticID() string {
+	id, _ := native.ArithmeticID()
+	return id
+}
+
+// Model implements train.Learner.
+func (l *nativeLearner) Model() train.ModelInfo {
+	info := train.ModelInfo{Kind: train.LearnerNative, Params: l.actor.NumParams()}
 	if lo := l.actor.LoRA(); lo != nil {
 		c := lo.Config()
-		info.LoRA = &LoRAInfo{Rank: c.Rank, Alpha: c.Alpha, Targets: c.Targets, TrainableParams: lo.NumParams()}
+		info.LoRA = &train.LoRAInfo{Rank: c.Rank, Alpha: c.Alpha, Targets: c.Targets, TrainableParams: lo.NumParams()}
 	}
 	if raw, err := json.Marshal(l.actor.Config()); err == nil {
 		json.Unmarshal(raw, &info.Config)
@@ -294,7 +348,7 @@ func (l *nativeLearner) Model() ModelInfo {
 	return info
 }
 
-// Save implements Learner.
+// Save implements train.Learner.
 func (l *nativeLearner) Save(_ context.Context, dir string) error {
 	switch {
 	case l.base != nil:
@@ -340,10 +394,8 @@ func (l *nativeLearner) Save(_ context.Context, dir string) error {
 	return nil
 }
 
-var _ adapterSaver = (*nativeLearner)(nil)
-
-// SaveAdapter implements adapterSaver: the adapters as the checkpoint's
-// adapter/ holds them (float32).
+// SaveAdapter implements train.AdapterSaver: the adapters as the
+// checkpoint's adapter/ holds them (float32).
 func (l *nativeLearner) SaveAdapter(_ context.Context, dir string) error {
 	if l.base == nil {
 		return errors.New("the learner trains no LoRA adapters (model.lora.rank is 0)")
@@ -351,8 +403,8 @@ func (l *nativeLearner) SaveAdapter(_ context.Context, dir string) error {
 	return native.SavePEFT(dir, l.actor, l.base.Dir)
 }
 
-// Prepare implements Learner.
-func (l *nativeLearner) Prepare(ctx context.Context, seqs *Sequences) error {
+// Prepare implements train.Learner.
+func (l *nativeLearner) Prepare(ctx context.Context, seqs *train.Sequences) error {
 	seqs.OldValues, seqs.RefLogProb = nil, nil
 	var err error
 	if l.algo.RecomputeOldLogProb {
@@ -390,10 +442,11 @@ func (l *nativeLearner) Prepare(ctx context.Context, seqs *Sequences) error {
 	return nil
 }
 
-// Update implements Learner: ppo_epochs passes over seqs in shuffled
-// mini-batches; each mini-batch updates the actor, then the critic.
-func (l *nativeLearner) Update(ctx context.Context, seqs *Sequences, opts UpdateOptions) (UpdateStats, error) {
-	return miniBatchUpdates(seqs, l.algo, opts, func(mb *Sequences) (map[string]float64, bool, error) {
+// Update implements train.Learner: ppo_epochs passes over seqs in
+// shuffled mini-batches (train.MiniBatchUpdates); each mini-batch updates
+// the actor, then the critic.
+func (l *nativeLearner) Update(ctx context.Context, seqs *train.Sequences, opts train.UpdateOptions) (train.UpdateStats, error) {
+	return train.MiniBatchUpdates(seqs, l.algo, opts, func(mb *train.Sequences) (map[string]float64, bool, error) {
 		m, ok, err := nativeStep(ctx, l.actor, l.actorOpt, mb, l.algo.GradClip, opts.LR, "actor", l.actorLoss(mb))
 		if err != nil || !ok || l.critic == nil {
 			return m, ok, err
@@ -406,62 +459,19 @@ func (l *nativeLearner) Update(ctx context.Context, seqs *Sequences, opts Update
 	})
 }
 
-// testHookMiniBatch, when set by a test, runs after each optimizer step
-// of miniBatchUpdates with the number done and the number in all.
-var testHookMiniBatch func(done, all int)
-
-// miniBatchUpdates runs step on ppo_epochs passes over seqs in shuffled
-// mini-batches (seeded by opts.Seed) and averages the metrics of the
-// steps that ran; a step reporting !ok was skipped (a non-finite loss).
-func miniBatchUpdates(seqs *Sequences, algo AlgoConfig, opts UpdateOptions, step func(mb *Sequences) (map[string]float64, bool, error)) (UpdateStats, error) {
-	st := UpdateStats{Metrics: map[string]float64{}}
-	sums := map[string]float64{}
-	rng := rand.New(rand.NewPCG(opts.Seed, 0))
-	n := seqs.Len()
-	for range algo.Epochs {
-		order := rng.Perm(n)
-		for lo := 0; lo < n; lo += algo.MiniBatch {
-			mb := seqs.Subset(order[lo:min(lo+algo.MiniBatch, n)])
-			st.MiniBatches++
-			m, ok, err := step(mb)
-			if err != nil {
-				return st, err
-			}
-			if testHookMiniBatch != nil {
-				testHookMiniBatch(st.MiniBatches, algo.Epochs*((n+algo.MiniBatch-1)/algo.MiniBatch))
-			}
-			if !ok {
-				st.Skipped++
-				continue
-			}
-			for k, v := range m {
-				sums[k] += v
-			}
-		}
-	}
-	if done := st.MiniBatches - st.Skipped; done > 0 {
-		for k, v := range sums {
-			st.Metrics[k] = v / float64(done)
-		}
-	}
-	st.Metrics["actor/lr"] = opts.LR
-	st.Metrics["actor/skipped_updates"] = float64(st.Skipped)
-	return st, nil
-}
-
-// GradientNorms implements GradientAnalyzer. The log-probs and entropies
+// GradientNorms implements train.GradientAnalyzer. The log-probs and entropies
 // come from a forward pass without gradient over all of seqs, so the loss
 // weights are those of one batch; each term is then back-propagated chunk
 // by chunk (a forward pass each) and its norm read. The gradient is
 // cleared after.
-func (l *nativeLearner) GradientNorms(ctx context.Context, seqs *Sequences) (GradNorms, error) {
+func (l *nativeLearner) GradientNorms(ctx context.Context, seqs *train.Sequences) (train.GradNorms, error) {
 	n, chunk := seqs.Len(), l.algo.MiniBatch
 	var logp, entropy [][]float64
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(lo+chunk, n)
 		o, err := l.actor.Forward(ctx, native.Batch{Tokens: seqs.Tokens[lo:hi], Mask: seqs.Mask[lo:hi]})
 		if err != nil {
-			return GradNorms{}, err
+			return train.GradNorms{}, err
 		}
 		logp = append(logp, native.Float64s(o.LogProb)...)
 		entropy = append(entropy, native.Float64s(o.Entropy)...)
@@ -469,7 +479,7 @@ func (l *nativeLearner) GradientNorms(ctx context.Context, seqs *Sequences) (Gra
 	parts, err := l.algo.ActorGradParts(algos.ActorBatch{LogProb: logp, OldLogProb: seqs.OldLogProb, RefLogProb: seqs.RefLogProb,
 		Advantages: seqs.Advantages, Entropy: entropy, Mask: seqs.Mask})
 	if err != nil {
-		return GradNorms{}, err
+		return train.GradNorms{}, err
 	}
 	zeros := make([][]float64, n)
 	for i := range zeros {
@@ -492,15 +502,15 @@ func (l *nativeLearner) GradientNorms(ctx context.Context, seqs *Sequences) (Gra
 		return native.ClipGradNorm(l.actor, 0), nil
 	}
 	defer l.actor.ZeroGrad()
-	var g GradNorms
+	var g train.GradNorms
 	if g.Task, err = norm(parts.Task, zeros); err != nil {
-		return GradNorms{}, err
+		return train.GradNorms{}, err
 	}
 	if g.Entropy, err = norm(zeros, parts.Entropy); err != nil {
-		return GradNorms{}, err
+		return train.GradNorms{}, err
 	}
 	if g.KL, err = norm(parts.KL, zeros); err != nil {
-		return GradNorms{}, err
+		return train.GradNorms{}, err
 	}
 	return g, nil
 }
@@ -516,14 +526,18 @@ func allZero(x [][]float64) bool {
 	return true
 }
 
+// errNonFinite marks a mini-batch whose loss inputs or loss are not finite:
+// a diverged model, whose update is skipped.
+var errNonFinite = errors.New("non-finite loss")
+
 // lossFunc turns a forward pass into the loss's per-output gradients, its
 // value and its metrics, or errNonFinite for a diverged model.
 type lossFunc func(out *native.Outputs) (native.OutputGrads, float64, map[string]float64, error)
 
-func (l *nativeLearner) actorLoss(mb *Sequences) lossFunc {
+func (l *nativeLearner) actorLoss(mb *train.Sequences) lossFunc {
 	return func(out *native.Outputs) (native.OutputGrads, float64, map[string]float64, error) {
 		logp, entropy := native.Float64s(out.LogProb), native.Float64s(out.Entropy)
-		if !finiteRows(logp, mb.Mask) || !finiteRows(entropy, mb.Mask) {
+		if !algos.FiniteRows(logp, mb.Mask) || !algos.FiniteRows(entropy, mb.Mask) {
 			return native.OutputGrads{}, 0, nil, errNonFinite
 		}
 		r, err := l.algo.ActorLoss(algos.ActorBatch{LogProb: logp, OldLogProb: mb.OldLogProb, RefLogProb: mb.RefLogProb,
@@ -535,10 +549,10 @@ func (l *nativeLearner) actorLoss(mb *Sequences) lossFunc {
 	}
 }
 
-func (l *nativeLearner) criticLoss(mb *Sequences) lossFunc {
+func (l *nativeLearner) criticLoss(mb *train.Sequences) lossFunc {
 	return func(out *native.Outputs) (native.OutputGrads, float64, map[string]float64, error) {
 		values := native.Float64s(out.Value)
-		if !finiteRows(values, mb.Mask) {
+		if !algos.FiniteRows(values, mb.Mask) {
 			return native.OutputGrads{}, 0, nil, errNonFinite
 		}
 		r, err := l.algo.CriticLoss(values, mb.OldValues, mb.Returns, mb.Mask)
@@ -550,10 +564,10 @@ func (l *nativeLearner) criticLoss(mb *Sequences) lossFunc {
 }
 
 // sftLoss is the warm start's supervised loss (algos.SFTLoss, token-mean).
-func sftLoss(mb *Sequences) lossFunc {
+func sftLoss(mb *train.Sequences) lossFunc {
 	return func(out *native.Outputs) (native.OutputGrads, float64, map[string]float64, error) {
 		logp := native.Float64s(out.LogProb)
-		if !finiteRows(logp, mb.Mask) {
+		if !algos.FiniteRows(logp, mb.Mask) {
 			return native.OutputGrads{}, 0, nil, errNonFinite
 		}
 		r, err := algos.SFTLoss(algos.TokenMean, logp, mb.Mask)
@@ -569,13 +583,13 @@ func sftLoss(mb *Sequences) lossFunc {
 // its per-token gradients, backward, global-norm clipping (clip ≤ 0: none),
 // AdamW at lr. ok is false, and the weights are unchanged, when the loss or
 // the gradient norm is not finite. The metrics gain <name>/grad_norm.
-func nativeStep(ctx context.Context, m *native.Model, opt *native.AdamW, mb *Sequences, clip, lr float64, name string, loss lossFunc) (map[string]float64, bool, error) {
+func nativeStep(ctx context.Context, m *native.Model, opt *native.AdamW, mb *train.Sequences, clip, lr float64, name string, loss lossFunc) (map[string]float64, bool, error) {
 	out, err := m.Forward(ctx, native.Batch{Tokens: mb.Tokens, Mask: mb.Mask})
 	if err != nil {
 		return nil, false, err
 	}
 	grads, value, metrics, err := loss(out)
-	if errors.Is(err, errNonFinite) || (err == nil && !finite(value)) {
+	if errors.Is(err, errNonFinite) || (err == nil && !algos.Finite(value)) {
 		return nil, false, nil
 	}
 	if err != nil {
@@ -586,7 +600,7 @@ func nativeStep(ctx context.Context, m *native.Model, opt *native.AdamW, mb *Seq
 		return nil, false, err
 	}
 	norm := native.ClipGradNorm(m, clip)
-	if !finite(norm) {
+	if !algos.Finite(norm) {
 		m.ZeroGrad()
 		return nil, false, nil
 	}
@@ -599,13 +613,13 @@ func nativeStep(ctx context.Context, m *native.Model, opt *native.AdamW, mb *Seq
 
 // forwardNoGrad runs a model without gradient and returns one per-token
 // output, in chunks of at most chunk sequences.
-func forwardNoGrad(ctx context.Context, m *native.Model, s *Sequences, chunk int, field func(*native.Outputs) [][]float32) ([][]float64, error) {
+func forwardNoGrad(ctx context.Context, m *native.Model, s *train.Sequences, chunk int, field func(*native.Outputs) [][]float32) ([][]float64, error) {
 	return forwardNoGradWith(ctx, m.Forward, s, chunk, field)
 }
 
 // forwardNoGradWith is forwardNoGrad through forward (Model.Forward or
 // Model.ForwardBase).
-func forwardNoGradWith(ctx context.Context, forward func(context.Context, native.Batch) (*native.Outputs, error), s *Sequences, chunk int, field func(*native.Outputs) [][]float32) ([][]float64, error) {
+func forwardNoGradWith(ctx context.Context, forward func(context.Context, native.Batch) (*native.Outputs, error), s *train.Sequences, chunk int, field func(*native.Outputs) [][]float32) ([][]float64, error) {
 	out := make([][]float64, 0, s.Len())
 	for lo := 0; lo < s.Len(); lo += chunk {
 		hi := min(lo+chunk, s.Len())

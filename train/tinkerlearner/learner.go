@@ -1,4 +1,12 @@
-package train
+// Package tinkerlearner is the learner on a Tinker API server (hosted
+// Tinker, SkyRL's server, `trainer serve`'s Tinker routes, or with
+// tinker.url local an offline server this process starts over the run's
+// starting model). The server holds the weights and the optimizer and
+// samples the rollouts; the loss stays agentrl's. It registers as train's
+// "tinker" learner (docs/tinker.md):
+//
+//	import _ "github.com/agentrl/agentrl/train/tinkerlearner"
+package tinkerlearner
 
 import (
 	"context"
@@ -17,8 +25,49 @@ import (
 	"github.com/agentrl/agentrl/algos"
 	"github.com/agentrl/agentrl/client/tinker"
 	"github.com/agentrl/agentrl/model/local"
+	"github.com/agentrl/agentrl/model/native"
 	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/train"
+	"github.com/agentrl/agentrl/train/inprocess"
 )
+
+func init() {
+	train.RegisterLearner(train.LearnerTinker, train.LearnerRegistration{
+		Description: "trains on a Tinker API server (tinker.url), which also samples the rollouts",
+		New:         New,
+	})
+}
+
+// New is the Tinker learner's factory (a train.LearnerFactory): the run's
+// starting model (inprocess.StartingModel: model.init or the warm start),
+// which the server must serve as its base model, and on the server a new
+// model from it, or resumed, the model of the checkpoint loaded there.
+func New(ctx context.Context, start *train.Start) (train.Learner, error) {
+	c := start.Config
+	ws, err := inprocess.StartingModel(ctx, start)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := ws.Policy(c.Env.Name)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := ws.TokenizerBytes()
+	if err != nil {
+		return nil, err
+	}
+	if !c.Tinker.Local() {
+		where := ws.Dir
+		if where == "" {
+			where = "(a fresh model, in memory only: set warm_start.enabled or model.init)"
+		}
+		start.Log.Info("tinker: the server must serve the run's starting model", "dir", where)
+	}
+	if start.ResumeFrom != "" {
+		return load(ctx, c, start.ResumeFrom, pol, tok, start.Log)
+	}
+	return create(ctx, c, pol, tok, start.Log)
+}
 
 // tinkerFile is the record of a Tinker learner's checkpoint: the server's
 // paths of the weights, with which a resumed run rebuilds the model there.
@@ -62,7 +111,7 @@ type tinkerRecord struct {
 // reference of a KL term is the server's base model, scored through
 // prompt log-probs.
 type tinkerLearner struct {
-	algo  AlgoConfig
+	algo  train.AlgoConfig
 	loss  string
 	log   *slog.Logger
 	model *tinker.TrainingModel
@@ -76,15 +125,21 @@ type tinkerLearner struct {
 	savedAt int
 	sampler *tinker.Sampler
 	ref     *tinker.Sampler // nil without a KL term
-	// stop ends an offline server the learner started (tinker.url local).
-	stop func()
+	// stop ends an offline server the learner started (tinker.url local);
+	// offline says there is one.
+	stop    func()
+	offline bool
 }
 
-var _ Learner = (*tinkerLearner)(nil)
+var (
+	_ train.Learner            = (*tinkerLearner)(nil)
+	_ train.RemoteWeights      = (*tinkerLearner)(nil)
+	_ train.ArithmeticReporter = (*tinkerLearner)(nil)
+)
 
 // tinkerAdam is the in-process learner's AdamW (native.NewAdamW in
 // newNativeLearner), so that a step on a server equals a step in process.
-func tinkerAdam(a AlgoConfig, lr float64) tinker.AdamParams {
+func tinkerAdam(a train.AlgoConfig, lr float64) tinker.AdamParams {
 	return tinker.AdamParams{LearningRate: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, WeightDecay: a.WeightDecay, GradClipNorm: a.GradClip}
 }
 
@@ -92,10 +147,10 @@ func tinkerAdam(a AlgoConfig, lr float64) tinker.AdamParams {
 // model.lora (rank 0 trains every weight, which only the offline server
 // offers), with the in-process learner's seed so that both start from the
 // same adapters.
-func tinkerLoRA(cfg Config) tinker.LoraConfig {
+func tinkerLoRA(cfg train.Config) tinker.LoraConfig {
 	c := tinker.LoraConfig{Rank: cfg.Model.LoRA.Rank}
 	if c.Rank > 0 {
-		n := cfg.Model.LoRA.native(cfg.Run.Seed)
+		n := cfg.Model.LoRA.Native(cfg.Run.Seed)
 		seed, alpha := int64(n.Seed), n.Alpha
 		c.Seed, c.Alpha = &seed, &alpha
 		attn, mlp := false, false
@@ -116,7 +171,7 @@ func tinkerLoRA(cfg Config) tinker.LoraConfig {
 
 // tinkerConnect opens a session on the configured server (starting the
 // offline one for url local) and finds the base model.
-func tinkerConnect(ctx context.Context, cfg Config, start *local.Policy, stateDir string, log *slog.Logger) (_ *tinker.Client, base string, stop func(), err error) {
+func tinkerConnect(ctx context.Context, cfg train.Config, start *local.Policy, stateDir string, log *slog.Logger) (_ *tinker.Client, base string, stop func(), err error) {
 	tc := cfg.Tinker
 	base, addr, key := tc.BaseModel, strings.TrimSpace(tc.URL), tc.APIKey
 	stop = func() {}
@@ -149,18 +204,11 @@ func tinkerConnect(ctx context.Context, cfg Config, start *local.Policy, stateDi
 	return c, base, stop, nil
 }
 
-// startLocalTinker starts an offline Tinker server on p in this process,
-// keeping its saved weights in stateDir, and returns its base URL, its
-// base model's name and how to stop it.
-var startLocalTinker = func(ctx context.Context, p *local.Policy, stateDir string, log *slog.Logger) (string, string, func(), error) {
-	return "", "", nil, errors.New("this build has no offline Tinker server")
-}
-
-// newTinkerLearner creates the model on the server from the run's
-// starting model start (the warm start's or model.init's, which the
-// server must serve as its base model; url local serves start itself).
-func newTinkerLearner(ctx context.Context, cfg Config, start *local.Policy, tokenizerBytes []byte, log *slog.Logger) (*tinkerLearner, error) {
-	l, err := openTinkerLearner(ctx, cfg, start, tokenizerBytes, log)
+// create creates the model on the server from the run's starting model
+// start (the warm start's or model.init's, which the server must serve as
+// its base model; url local serves start itself).
+func create(ctx context.Context, cfg train.Config, start *local.Policy, tokenizerBytes []byte, log *slog.Logger) (*tinkerLearner, error) {
+	l, err := open(ctx, cfg, start, tokenizerBytes, log)
 	if err != nil {
 		return nil, err
 	}
@@ -184,9 +232,9 @@ func newTinkerLearner(ctx context.Context, cfg Config, start *local.Policy, toke
 	return l, nil
 }
 
-// loadTinkerLearner resumes a Tinker learner from a checkpoint directory:
-// a new model on the server, loaded from the checkpoint's saved state.
-func loadTinkerLearner(ctx context.Context, cfg Config, dir string, start *local.Policy, tokenizerBytes []byte, log *slog.Logger) (*tinkerLearner, error) {
+// load resumes a Tinker learner from a checkpoint directory: a new model
+// on the server, loaded from the checkpoint's saved state.
+func load(ctx context.Context, cfg train.Config, dir string, start *local.Policy, tokenizerBytes []byte, log *slog.Logger) (*tinkerLearner, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, tinkerFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s has no %s: the checkpoint was not written by a run with tinker.url", dir, tinkerFile)
@@ -198,7 +246,7 @@ func loadTinkerLearner(ctx context.Context, cfg Config, dir string, start *local
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, tinkerFile), err)
 	}
-	l, err := openTinkerLearner(ctx, cfg, start, tokenizerBytes, log)
+	l, err := open(ctx, cfg, start, tokenizerBytes, log)
 	if err != nil {
 		return nil, err
 	}
@@ -228,16 +276,16 @@ func loadTinkerLearner(ctx context.Context, cfg Config, dir string, start *local
 	return l, nil
 }
 
-// openTinkerLearner connects and fills everything but the model.
-func openTinkerLearner(ctx context.Context, cfg Config, start *local.Policy, tokenizerBytes []byte, log *slog.Logger) (*tinkerLearner, error) {
+// open connects and fills everything but the model.
+func open(ctx context.Context, cfg train.Config, start *local.Policy, tokenizerBytes []byte, log *slog.Logger) (*tinkerLearner, error) {
 	c, base, stop, err := tinkerConnect(ctx, cfg, start, filepath.Join(cfg.Run.Out, "tinker"), log)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(tokenizerBytes)
-	l := &tinkerLearner{algo: cfg.Algo, loss: cfg.Tinker.Loss, log: log, client: c, local: start, stop: stop,
+	l := &tinkerLearner{algo: cfg.Algo, loss: cfg.Tinker.Loss, log: log, client: c, local: start, stop: stop, offline: cfg.Tinker.Local(),
 		tokenizerSHA: hex.EncodeToString(sum[:]), rec: tinkerRecord{BaseModel: base, LoRA: tinkerLoRA(cfg)}}
-	if cfg.needsReference() {
+	if cfg.NeedsReference() {
 		l.ref = tinker.NewSampler(c, start, tinker.SamplerTarget{BaseModel: base})
 	}
 	return l, nil
@@ -257,7 +305,7 @@ func (l *tinkerLearner) checkBase(ctx context.Context, tol float64) error {
 	if tol < 0 {
 		return nil
 	}
-	ids, err := l.local.Encode(ctx, serverProbe)
+	ids, err := l.local.Encode(ctx, train.ProbeText)
 	if err != nil {
 		return err
 	}
@@ -302,12 +350,29 @@ func (l *tinkerLearner) publish(ctx context.Context) error {
 	return nil
 }
 
-// Policy implements Learner: the server's sampler on the latest weights.
+// Policy implements train.Learner: the server's sampler on the latest
+// weights.
 func (l *tinkerLearner) Policy() policy.Policy { return l.sampler }
 
-// Model implements Learner.
-func (l *tinkerLearner) Model() ModelInfo {
-	info := ModelInfo{Kind: "tinker", TokenizerSHA256: l.tokenizerSHA,
+// WeightsNote implements train.RemoteWeights.
+func (l *tinkerLearner) WeightsNote(dir string) string {
+	return "the weights stay on the Tinker server: " + filepath.Join(dir, tinkerFile)
+}
+
+// ArithmeticID implements train.ArithmeticReporter: the native kernels'
+// arithmetic when the offline server in this process computes the
+// updates, nothing for a remote server.
+func (l *tinkerLearner) ArithmeticID() string {
+	if !l.offline {
+		return ""
+	}
+	id, _ := native.ArithmeticID()
+	return id
+}
+
+// Model implements train.Learner.
+func (l *tinkerLearner) Model() train.ModelInfo {
+	info := train.ModelInfo{Kind: train.LearnerTinker, TokenizerSHA256: l.tokenizerSHA,
 		Config: map[string]any{"base_model": l.rec.BaseModel}}
 	m := l.local.Lock()
 	info.Params = m.NumParams()
@@ -319,7 +384,7 @@ func (l *tinkerLearner) Model() ModelInfo {
 	}
 	l.local.Unlock()
 	if r := l.rec.LoRA; r.Rank > 0 {
-		info.LoRA = &LoRAInfo{Rank: r.Rank}
+		info.LoRA = &train.LoRAInfo{Rank: r.Rank}
 		if r.Alpha != nil {
 			info.LoRA.Alpha = *r.Alpha
 		}
@@ -327,7 +392,7 @@ func (l *tinkerLearner) Model() ModelInfo {
 	return info
 }
 
-// Save implements Learner: the server saves the weights and optimizer
+// Save implements train.Learner: the server saves the weights and optimizer
 // state, and dir records where.
 func (l *tinkerLearner) Save(ctx context.Context, dir string) error {
 	// A second checkpoint of the same weights (the periodic one, then the
@@ -360,7 +425,7 @@ func datum(tokens []int, inputs map[string][]float64) tinker.Datum {
 }
 
 // trainable reports the sequences with at least two tokens (a target).
-func trainable(s *Sequences) []int {
+func trainable(s *train.Sequences) []int {
 	var idx []int
 	for i, t := range s.Tokens {
 		if len(t) >= 2 {
@@ -373,7 +438,7 @@ func trainable(s *Sequences) []int {
 // forwardLogProbs returns the current weights' log-probs of s's tokens in
 // the Sequences layout (row[t] is log π(x_t | x_<t), 0 at t = 0 and off the
 // mask), chunk sequences per forward call.
-func (l *tinkerLearner) forwardLogProbs(ctx context.Context, s *Sequences, chunk int) ([][]float64, error) {
+func (l *tinkerLearner) forwardLogProbs(ctx context.Context, s *train.Sequences, chunk int) ([][]float64, error) {
 	out := make([][]float64, s.Len())
 	for i := range out {
 		out[i] = make([]float64, len(s.Tokens[i]))
@@ -411,8 +476,8 @@ func (l *tinkerLearner) forwardLogProbs(ctx context.Context, s *Sequences, chunk
 	return out, nil
 }
 
-// Prepare implements Learner.
-func (l *tinkerLearner) Prepare(ctx context.Context, seqs *Sequences) error {
+// Prepare implements train.Learner.
+func (l *tinkerLearner) Prepare(ctx context.Context, seqs *train.Sequences) error {
 	seqs.OldValues, seqs.RefLogProb = nil, nil
 	if l.algo.RecomputeOldLogProb {
 		if seqs.SamplerLogProb == nil {
@@ -452,10 +517,11 @@ func (l *tinkerLearner) Prepare(ctx context.Context, seqs *Sequences) error {
 	return nil
 }
 
-// Update implements Learner: ppo_epochs passes over seqs in the in-process
-// learner's shuffled mini-batches, one optimizer step on the server each.
-func (l *tinkerLearner) Update(ctx context.Context, seqs *Sequences, opts UpdateOptions) (UpdateStats, error) {
-	st, err := miniBatchUpdates(seqs, l.algo, opts, func(mb *Sequences) (map[string]float64, bool, error) {
+// Update implements train.Learner: ppo_epochs passes over seqs in the
+// shuffled mini-batches of train.MiniBatchUpdates, one optimizer step on
+// the server each.
+func (l *tinkerLearner) Update(ctx context.Context, seqs *train.Sequences, opts train.UpdateOptions) (train.UpdateStats, error) {
+	st, err := train.MiniBatchUpdates(seqs, l.algo, opts, func(mb *train.Sequences) (map[string]float64, bool, error) {
 		return l.step(ctx, mb, opts.LR)
 	})
 	if err != nil {
@@ -467,14 +533,14 @@ func (l *tinkerLearner) Update(ctx context.Context, seqs *Sequences, opts Update
 
 // step is one optimizer step on a mini-batch; ok is false, and the
 // weights unchanged, when the loss is not finite.
-func (l *tinkerLearner) step(ctx context.Context, mb *Sequences, lr float64) (map[string]float64, bool, error) {
+func (l *tinkerLearner) step(ctx context.Context, mb *train.Sequences, lr float64) (map[string]float64, bool, error) {
 	idx := trainable(mb)
 	if len(idx) == 0 {
 		return nil, false, nil
 	}
 	var in tinker.ForwardBackwardInput
 	var metrics map[string]float64
-	if l.loss == TinkerLossPPO {
+	if l.loss == train.TinkerLossPPO {
 		w, err := l.algo.LossWeights(mb.Mask)
 		if err != nil {
 			return nil, false, err
@@ -496,7 +562,7 @@ func (l *tinkerLearner) step(ctx context.Context, mb *Sequences, lr float64) (ma
 		if err != nil {
 			return nil, false, err
 		}
-		if !finiteRows(logp, mb.Mask) {
+		if !algos.FiniteRows(logp, mb.Mask) {
 			return nil, false, nil
 		}
 		// The sampled tokens' surprisal: the one-sample estimate of the
@@ -515,7 +581,7 @@ func (l *tinkerLearner) step(ctx context.Context, mb *Sequences, lr float64) (ma
 		if err != nil {
 			return nil, false, fmt.Errorf("actor loss: %w", err)
 		}
-		if !finite(r.Loss) {
+		if !algos.Finite(r.Loss) {
 			return nil, false, nil
 		}
 		metrics = r.Metrics()
@@ -550,7 +616,7 @@ func (l *tinkerLearner) step(ctx context.Context, mb *Sequences, lr float64) (ma
 	if err != nil {
 		return nil, false, err
 	}
-	if l.loss == TinkerLossPPO {
+	if l.loss == train.TinkerLossPPO {
 		if v, ok := fbOut.Metrics["loss:sum"]; ok {
 			metrics["actor/pg_loss"], metrics["actor/loss"] = v, v
 		}
@@ -566,36 +632,4 @@ func (l *tinkerLearner) step(ctx context.Context, mb *Sequences, lr float64) (ma
 		}
 	}
 	return metrics, true, nil
-}
-
-// tinkerLearner builds the Tinker learner of a run from its starting
-// model ws: a new model on the server, or, with resumeFrom, the model of
-// that checkpoint loaded there.
-func (t *Trainer) tinkerLearner(ctx context.Context, ws *warmStartResult, resumeFrom string) (*tinkerLearner, error) {
-	c := t.cfg
-	var start *local.Policy
-	var tok []byte
-	var err error
-	if ws.hf != nil {
-		start, err = local.NewHF(c.Env.Name, ws.model, ws.hf)
-		tok = ws.hf[local.TokenizerFile]
-	} else {
-		if start, err = local.New(c.Env.Name, ws.model, ws.tok); err == nil {
-			tok, err = tokenizerJSON(ws.tok)
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !c.Tinker.Local() {
-		where := ws.dir
-		if where == "" {
-			where = "(a fresh model, in memory only: set warm_start.enabled or model.init)"
-		}
-		t.log.Info("tinker: the server must serve the run's starting model", "dir", where)
-	}
-	if resumeFrom != "" {
-		return loadTinkerLearner(ctx, c, resumeFrom, start, tok, t.log)
-	}
-	return newTinkerLearner(ctx, c, start, tok, t.log)
 }

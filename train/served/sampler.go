@@ -1,4 +1,12 @@
-package train
+// Package served is the sampler that plays a run's rollouts on a served
+// copy of the model (server.url): a vLLM server, `trainer serve`, or any
+// server of the same OpenAI-compatible API with runtime LoRA loading,
+// serving the Hugging Face model of model.init, while the learner
+// (train/inprocess) trains LoRA adapters on that model. It registers as
+// train's "served" sampler:
+//
+//	import _ "github.com/agentrl/agentrl/train/served"
+package served
 
 import (
 	"context"
@@ -17,14 +25,33 @@ import (
 
 	"github.com/agentrl/agentrl/client/vllm"
 	"github.com/agentrl/agentrl/internal/atomicdir"
+	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/train"
 )
+
+func init() {
+	train.RegisterSampler(train.SamplerServed, train.SamplerRegistration{
+		Description: "samples on a vLLM-compatible server (server.url) that loads the learner's LoRA adapters after every step",
+		Check:       check,
+		New:         New,
+	})
+}
+
+// check requires model.init to be a Hugging Face model directory: the
+// server serves it, and the learner trains the same model.
+func check(cfg train.Config) error {
+	if !local.IsHFDir(cfg.Model.Init) {
+		return fmt.Errorf("server.url: model.init %s is not a Hugging Face model directory: the server serves a Hugging Face model and the learner trains the same one", cfg.Model.Init)
+	}
+	return nil
+}
 
 // adaptersDir is the default server.adapter_dir inside the run directory.
 const adaptersDir = "adapters"
 
-// servedPolicy samples a run's rollouts on a server (server.url) that
-// serves model.init and loads the learner's LoRA adapters at run time.
+// sampler samples a run's rollouts on a server (server.url) that serves
+// model.init and loads the learner's LoRA adapters at run time.
 // Weight sync is explicit and versioned: version v of the weights (the
 // learner after v completed steps) is written as a PEFT adapter directory
 // <adapter_dir>/<prefix>-v<v>, loaded under that name (POST
@@ -34,9 +61,9 @@ const adaptersDir = "adapters"
 // two sessions of one run (a resume after a crash that left an adapter
 // loaded), never reuse a name on one server. Rollouts are synchronous per
 // step, so no request uses the previous version once the next is loaded.
-type servedPolicy struct {
+type sampler struct {
 	client *vllm.Client
-	saver  adapterSaver
+	saver  train.AdapterSaver
 	log    *slog.Logger
 	// dir is the local adapter directory (absolute); remote joins a
 	// version's name to the directory as the server sees it.
@@ -47,27 +74,25 @@ type servedPolicy struct {
 
 	// current is the adapter served now, currentDir its directory.
 	current, currentDir string
+	// where is the server's URL as configured.
+	where string
 }
 
-// serverProbe is the text the start-up checks tokenize and score: words,
-// digits, punctuation, grid symbols and text outside ASCII, the kinds of
-// text the environments write.
-const serverProbe = "Probe: the player (P) stands left of the box (X) at row 2, column 3; 42 moves left. " +
-	"Ünïcödé — 世界 ✓\n#####\n#_P_#\n<think>push right</think><answer>Right</answer>"
-
-// openServed connects to the server, checks that it serves the model the
-// learner trains (the tokenizer and chat template through /tokenize, the
-// context length), loads the learner's current adapters as the given
-// version, and checks the served policy's scores of a probe against the
-// learner's (server.probe_tolerance).
-func openServed(ctx context.Context, cfg Config, l Learner, version int, log *slog.Logger) (_ *servedPolicy, err error) {
+// New is the served sampler's factory (a train.SamplerFactory). It
+// connects to the server, checks that it serves the model the learner
+// trains (the tokenizer and chat template through /tokenize, the context
+// length), loads the learner's current adapters as the given version, and
+// checks the served policy's scores of a probe against the learner's
+// (server.probe_tolerance).
+func New(ctx context.Context, start *train.Start, l train.Learner, version int) (_ train.Sampler, err error) {
+	cfg, log := start.Config, start.Log
 	sc := cfg.Server
-	saver, ok := l.(adapterSaver)
+	saver, ok := l.(train.AdapterSaver)
 	if !ok {
 		return nil, errors.New("server.url: this learner cannot export LoRA adapters for a server")
 	}
-	local := l.Policy()
-	li := local.Info()
+	learnerPolicy := l.Policy()
+	li := learnerPolicy.Info()
 	key := sc.APIKey
 	if key == "" {
 		key = os.Getenv("AGENTRL_API_KEY")
@@ -101,7 +126,7 @@ func openServed(ctx context.Context, cfg Config, l Learner, version int, log *sl
 			client.Close()
 		}
 	}()
-	if err := checkServedText(ctx, client, local); err != nil {
+	if err := checkServedText(ctx, client, learnerPolicy); err != nil {
 		return nil, fmt.Errorf("server %s: model %q is not model.init (%s): %w", where, client.BaseModel(), cfg.Model.Init, err)
 	}
 
@@ -130,19 +155,19 @@ func openServed(ctx context.Context, cfg Config, l Learner, version int, log *sl
 	}
 	var id [3]byte
 	rand.Read(id[:])
-	sp := &servedPolicy{client: client, saver: saver, log: log, dir: dir, remote: remote, keep: sc.KeepAdapters,
+	sp := &sampler{client: client, saver: saver, log: log, dir: dir, remote: remote, keep: sc.KeepAdapters, where: where,
 		prefix: adapterName(filepath.Base(filepath.Clean(cfg.Run.Out))) + "-" + hex.EncodeToString(id[:])}
-	if err := sp.push(ctx, version); err != nil {
+	if err := sp.Publish(ctx, version); err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			sp.close()
+			sp.Close()
 		}
 	}()
 	diff, n := math.NaN(), 0
 	if sc.ProbeTolerance >= 0 {
-		if diff, n, err = probeScores(ctx, client, local); err != nil {
+		if diff, n, err = probeScores(ctx, client, learnerPolicy); err != nil {
 			return nil, fmt.Errorf("server %s: scoring the probe (set server.probe_tolerance negative to skip this check): %w", where, err)
 		}
 	}
@@ -174,20 +199,20 @@ func adapterName(s string) string {
 // checkServedText compares the server's tokenizer and chat template with
 // the learner's: a probe text, and a probe conversation rendered with the
 // generation prompt.
-func checkServedText(ctx context.Context, served, local policy.Policy) error {
-	want, err := local.Encode(ctx, serverProbe)
+func checkServedText(ctx context.Context, served, mine policy.Policy) error {
+	want, err := mine.Encode(ctx, train.ProbeText)
 	if err != nil {
 		return err
 	}
-	got, err := served.Encode(ctx, serverProbe)
+	got, err := served.Encode(ctx, train.ProbeText)
 	if err != nil {
 		return fmt.Errorf("/tokenize: %w", err)
 	}
 	if err := sameTokens("its tokenizer", got, want); err != nil {
 		return err
 	}
-	msgs := []policy.Message{{Role: policy.RoleSystem, Content: "You are a probe."}, {Role: policy.RoleUser, Content: serverProbe}}
-	if want, err = local.RenderChat(ctx, msgs, true); err != nil {
+	msgs := []policy.Message{{Role: policy.RoleSystem, Content: "You are a probe."}, {Role: policy.RoleUser, Content: train.ProbeText}}
+	if want, err = mine.RenderChat(ctx, msgs, true); err != nil {
 		return err
 	}
 	if got, err = served.RenderChat(ctx, msgs, true); err != nil {
@@ -219,20 +244,20 @@ func sameTokens(what string, got, want []int) error {
 
 // probeScores returns the mean |Δ log-prob| between the served policy and
 // the learner's on a probe reply, and the number of tokens compared.
-func probeScores(ctx context.Context, served, local policy.Policy) (float64, int, error) {
-	prompt, err := local.RenderChat(ctx, []policy.Message{{Role: policy.RoleUser, Content: serverProbe}}, true)
+func probeScores(ctx context.Context, served, mine policy.Policy) (float64, int, error) {
+	prompt, err := mine.RenderChat(ctx, []policy.Message{{Role: policy.RoleUser, Content: train.ProbeText}}, true)
 	if err != nil {
 		return 0, 0, err
 	}
-	reply, err := local.Encode(ctx, "The box is right of the player, so I push right: Right.")
+	reply, err := mine.Encode(ctx, "The box is right of the player, so I push right: Right.")
 	if err != nil {
 		return 0, 0, err
 	}
-	if stop := local.Info().StopTokens; len(stop) > 0 {
+	if stop := mine.Info().StopTokens; len(stop) > 0 {
 		reply = append(reply, stop[0])
 	}
 	req := []policy.ScoreRequest{{Prompt: prompt, Continuation: reply}}
-	want, err := local.Score(ctx, req)
+	want, err := mine.Score(ctx, req)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -250,15 +275,19 @@ func probeScores(ctx context.Context, served, local policy.Policy) (float64, int
 	return sum / float64(len(reply)), len(reply), nil
 }
 
-// Policy is the served policy, sampling with the current adapter.
-func (sp *servedPolicy) Policy() policy.Policy { return sp.client }
+// Policy implements train.Sampler: the served policy, sampling with the
+// current adapter.
+func (sp *sampler) Policy() policy.Policy { return sp.client }
 
-// push writes the learner's adapters as the given version, loads them on
-// the server under a new name, switches sampling to it and unloads the
-// previous version. The directory is written whole before the server is
-// told of it (a temporary directory renamed into place). On failure the
-// previous version stays served.
-func (sp *servedPolicy) push(ctx context.Context, version int) error {
+// Describe implements train.Sampler.
+func (sp *sampler) Describe() string { return "server " + sp.where }
+
+// Publish implements train.Sampler: it writes the learner's adapters as
+// the given version, loads them on the server under a new name, switches
+// sampling to it and unloads the previous version. The directory is
+// written whole before the server is told of it (a temporary directory
+// renamed into place). On failure the previous version stays served.
+func (sp *sampler) Publish(ctx context.Context, version int) error {
 	name := fmt.Sprintf("%s-v%d", sp.prefix, version)
 	dir := filepath.Join(sp.dir, name)
 	if err := atomicdir.Write(dir, func(tmp string) error { return sp.saver.SaveAdapter(ctx, tmp) }); err != nil {
@@ -283,7 +312,7 @@ func (sp *servedPolicy) push(ctx context.Context, version int) error {
 // retire unloads an adapter no request uses any more and removes its
 // directory (unless server.keep_adapters). A failed unload is only
 // logged: the server keeps an adapter that nothing samples.
-func (sp *servedPolicy) retire(ctx context.Context, name, dir string) {
+func (sp *sampler) retire(ctx context.Context, name, dir string) {
 	if err := sp.client.UnloadLoRA(ctx, name); err != nil {
 		sp.log.Warn("the server did not unload an old adapter", "adapter", name, "err", err)
 	}
@@ -294,15 +323,15 @@ func (sp *servedPolicy) retire(ctx context.Context, name, dir string) {
 	}
 }
 
-// close unloads the adapter served last, within a short time of its own
-// (the run may be ending because the server went away), and closes the
-// client.
-func (sp *servedPolicy) close() {
+// Close implements train.Sampler: it unloads the adapter served last,
+// within a short time of its own (the run may be ending because the
+// server went away), and closes the client.
+func (sp *sampler) Close() error {
 	if sp.current != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		sp.retire(ctx, sp.current, sp.currentDir)
 		cancel()
 		sp.current, sp.currentDir = "", ""
 	}
-	sp.client.Close()
+	return sp.client.Close()
 }

@@ -1,4 +1,4 @@
-package train
+package inprocess
 
 import (
 	"bytes"
@@ -9,19 +9,24 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/internal/yamlpath"
 	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/model/native"
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/rollout"
 	"github.com/agentrl/agentrl/text/tokenizer"
+	"github.com/agentrl/agentrl/train"
 )
 
 // warmSeedBase is where warm-start demonstration seeds start, far from the
@@ -31,16 +36,65 @@ const warmSeedBase = 1 << 32
 // tokenizerFile is the tokenizer's name inside checkpoints.
 const tokenizerFile = "tokenizer.json"
 
-// warmStartResult is the starting point of RL.
-type warmStartResult struct {
-	// tok is the agentrl tokenizer, or nil for a Hugging Face model,
-	// whose tokenizer and chat template are in hf.
-	tok   *tokenizer.Tokenizer
-	hf    local.HFFiles
-	model *native.Model
-	// cached reports that the result came from the cache.
-	cached bool
-	dir    string
+// Starting is the model RL starts from, with its text side.
+type Starting struct {
+	// Tokenizer is the agentrl tokenizer, or nil for a Hugging Face model,
+	// whose tokenizer and chat template are in HF.
+	Tokenizer *tokenizer.Tokenizer
+	HF        local.HFFiles
+	Model     *native.Model
+	// Dir is the model's directory (model.init or the warm-start cache
+	// entry); empty for a fresh model, which lives in memory only.
+	Dir string
+	// Cached reports that the model was loaded, not trained now.
+	Cached bool
+}
+
+// Policy returns the starting model as an in-process policy for env (an
+// environment name, which names the policy), with its text side.
+func (s *Starting) Policy(env string) (*local.Policy, error) {
+	if s.HF != nil {
+		return local.NewHF(env, s.Model, s.HF)
+	}
+	return local.New(env, s.Model, s.Tokenizer)
+}
+
+// TokenizerBytes is what identifies the model's tokenizer: the agentrl
+// tokenizer's file, or the Hugging Face tokenizer.json.
+func (s *Starting) TokenizerBytes() ([]byte, error) {
+	if s.HF != nil {
+		return s.HF[local.TokenizerFile], nil
+	}
+	return tokenizerJSON(s.Tokenizer)
+}
+
+// warmStarter builds a run's starting model.
+type warmStarter struct {
+	cfg  train.Config
+	log  *slog.Logger
+	now  func() time.Time
+	demo *envs.Factory
+	// levels returns n level seeds from base upward outside the validation
+	// set (train.Start.Levels).
+	levels func(base uint64, n int) ([]uint64, error)
+}
+
+// StartingModel returns the model RL starts from: loaded from model.init,
+// from the warm-start cache, or built now (a tokenizer trained on expert
+// demonstrations, and the model trained on them by supervised learning),
+// or a fresh model when the warm start is off. A warm start trained now
+// is reported to start (train.Start.ReportWarmStart).
+func StartingModel(ctx context.Context, start *train.Start) (*Starting, error) {
+	w := warmStarter{cfg: start.Config, log: start.Log, now: start.Now, demo: start.Demonstrations, levels: start.Levels}
+	began := w.now()
+	s, err := w.start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !s.Cached {
+		start.ReportWarmStart(w.now().Sub(began))
+	}
+	return s, nil
 }
 
 // warmStartKey identifies everything the warm start depends on, so a cached
@@ -52,8 +106,8 @@ type warmStartResult struct {
 // left out, so that runs differing only in them share one warm start:
 // validation, and the rollout's sampling (the demonstrations are the
 // expert's, not sampled; their text is in the key anyway).
-func (t *Trainer) warmStartKey(demos []rollout.Trajectory) (string, error) {
-	c := t.cfg
+func (w warmStarter) key(demos []rollout.Trajectory) (string, error) {
+	c := w.cfg
 	// The settings as dotted YAML keys, as in the run identity: printing
 	// the structs with %v would show the addresses inside yaml.Node
 	// fields (validation.env_config), giving a new key on every start.
@@ -61,16 +115,19 @@ func (t *Trainer) warmStartKey(demos []rollout.Trajectory) (string, error) {
 	for _, part := range []struct {
 		prefix string
 		v      any
-	}{{"env.config", t.demoFactory.Config()}, {"rollout", c.Rollout}, {"model", c.Model},
+	}{{"env.config", w.demo.Config()}, {"rollout", c.Rollout}, {"model", c.Model},
 		{"warm_start", c.WarmStart}} {
-		if err := flattenYAML(part.prefix, part.v, flat); err != nil {
+		if err := yamlpath.Flatten(part.prefix, part.v, flat); err != nil {
 			return "", err
 		}
 	}
 	// The warm start trains every weight; adapters come after it.
-	deletePrefix(flat, loraPrefix)
-	deletePrefix(flat, "rollout.sampling")
-	deletePrefix(flat, "warm_start.env_config") // merged into env.config above
+	for k := range flat {
+		if strings.HasPrefix(k, "model.lora.") || strings.HasPrefix(k, "rollout.sampling") ||
+			strings.HasPrefix(k, "warm_start.env_config") { // merged into env.config above
+			delete(flat, k)
+		}
+	}
 	// The arithmetic too: a build whose kernels round differently would
 	// not have trained the cached model, and a run from a fresh clone
 	// would not reproduce one that reused it.
@@ -81,7 +138,7 @@ func (t *Trainer) warmStartKey(demos []rollout.Trajectory) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "v5|env=%s|seed=%d|arithmetic=%s\n", c.Env.Name, c.Run.Seed, arith)
 	for _, k := range slices.Sorted(maps.Keys(flat)) {
-		if !notIdentity[k] {
+		if !train.Inert(k) {
 			fmt.Fprintf(h, "%s=%s\n", k, flat[k])
 		}
 	}
@@ -94,26 +151,23 @@ func (t *Trainer) warmStartKey(demos []rollout.Trajectory) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 
-// warmStart returns the tokenizer and model RL starts from: loaded from
-// model.init, from the warm-start cache, or built now (tokenizer trained on
-// expert demonstrations, model trained on them by supervised learning), or
-// a fresh model when the warm start is off.
+// start builds the starting model (see StartingModel).
 //
 // model.init skips the warm start: the model there is the starting point.
 // For a Hugging Face directory this is the only choice, not a shortcut: the
 // warm start trains agentrl's own tokenizer and renders demonstrations with
 // its chat template, neither of which a pretrained model can take.
-func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
-	c := t.cfg
+func (w warmStarter) start(ctx context.Context) (*Starting, error) {
+	c := w.cfg
 	if c.Model.Init != "" && local.IsHFDir(c.Model.Init) {
 		model, files, err := local.ReadHF(c.Model.Init, c.Model.MaxSeq)
 		if err != nil {
 			return nil, fmt.Errorf("model.init: %w", err)
 		}
 		if c.WarmStart.Enabled {
-			t.log.Info("model.init is a Hugging Face model: training it as it is, without the warm start", "dir", c.Model.Init)
+			w.log.Info("model.init is a Hugging Face model: training it as it is, without the warm start", "dir", c.Model.Init)
 		}
-		return &warmStartResult{hf: files, model: model, cached: true, dir: c.Model.Init}, nil
+		return &Starting{HF: files, Model: model, Cached: true, Dir: c.Model.Init}, nil
 	}
 	if c.Model.Init != "" {
 		ck, err := native.LoadCheckpoint(c.Model.Init)
@@ -124,21 +178,21 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 		if err != nil {
 			return nil, fmt.Errorf("model.init: %w", err)
 		}
-		return &warmStartResult{tok: tok, model: ck.Model, cached: true, dir: c.Model.Init}, nil
+		return &Starting{Tokenizer: tok, Model: ck.Model, Cached: true, Dir: c.Model.Init}, nil
 	}
-	seeds, _, err := t.nextSeeds(warmSeedBase, c.WarmStart.Episodes)
+	seeds, err := w.levels(warmSeedBase, c.WarmStart.Episodes)
 	if err != nil {
 		return nil, err
 	}
 	if !c.WarmStart.Enabled {
 		seeds = seeds[:min(len(seeds), 200)] // enough text to train the tokenizer
 	}
-	start := t.now()
+	start := w.now()
 	perturb := c.WarmStart.Perturb
 	if !c.WarmStart.Enabled {
 		perturb = 0
 	}
-	demos, err := rollout.Demonstrate(ctx, c.Rollout, t.demoFactory, seeds,
+	demos, err := rollout.Demonstrate(ctx, c.Rollout, w.demo, seeds,
 		rollout.DemoOptions{Perturb: perturb, Brief: c.WarmStart.Rationale == "brief", Seed: c.Run.Seed})
 	if err != nil {
 		return nil, err
@@ -148,7 +202,7 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 			return nil, fmt.Errorf("warm start: demonstration on seed %d: %s", d.Seed, d.Err)
 		}
 	}
-	key, err := t.warmStartKey(demos)
+	key, err := w.key(demos)
 	if err != nil {
 		return nil, err
 	}
@@ -157,12 +211,12 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 		if ck, err := native.LoadCheckpoint(dir); err == nil {
 			tok, err := tokenizerFromExtra(ck.Extra)
 			if err == nil {
-				t.log.Info("warm start: using cached model", "dir", dir)
-				return &warmStartResult{tok: tok, model: ck.Model, cached: true, dir: dir}, nil
+				w.log.Info("warm start: using cached model", "dir", dir)
+				return &Starting{Tokenizer: tok, Model: ck.Model, Cached: true, Dir: dir}, nil
 			}
-			t.log.Warn("warm start: cached model unusable, rebuilding", "dir", dir, "err", err)
+			w.log.Warn("warm start: cached model unusable, rebuilding", "dir", dir, "err", err)
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			t.log.Warn("warm start: cached model unreadable, rebuilding", "dir", dir, "err", err)
+			w.log.Warn("warm start: cached model unreadable, rebuilding", "dir", dir, "err", err)
 		}
 	}
 	var corpus []string
@@ -179,18 +233,18 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("warm start: tokenizer: %w", err)
 	}
-	t.log.Info("warm start: demonstrations", "episodes", len(demos), "success", float64(succeeded)/float64(len(demos)),
-		"vocab", tok.VocabSize(), "elapsed", t.now().Sub(start).Round(time.Millisecond))
+	w.log.Info("warm start: demonstrations", "episodes", len(demos), "success", float64(succeeded)/float64(len(demos)),
+		"vocab", tok.VocabSize(), "elapsed", w.now().Sub(start).Round(time.Millisecond))
 
-	model, err := native.New(t.modelConfig(tok.VocabSize()), c.Run.Seed)
+	model, err := native.New(c.Model.Native(tok.VocabSize()), c.Run.Seed)
 	if err != nil {
 		return nil, err
 	}
 	if !c.WarmStart.Enabled {
-		return &warmStartResult{tok: tok, model: model}, nil
+		return &Starting{Tokenizer: tok, Model: model}, nil
 	}
 	partial := dir + ".partial"
-	if model, err = t.supervise(ctx, model, tok, demos, partial); err != nil {
+	if model, err = w.supervise(ctx, model, tok, demos, partial); err != nil {
 		return nil, err
 	}
 	tokJSON, err := tokenizerJSON(tok)
@@ -201,9 +255,9 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 		return nil, fmt.Errorf("warm start: cache: %w", err)
 	}
 	if err := os.RemoveAll(partial); err != nil {
-		t.log.Warn("warm start: could not remove the interrupted warm start's state", "dir", partial, "err", err)
+		w.log.Warn("warm start: could not remove the interrupted warm start's state", "dir", partial, "err", err)
 	}
-	return &warmStartResult{tok: tok, model: model, dir: dir}, nil
+	return &Starting{Tokenizer: tok, Model: model, Dir: dir}, nil
 }
 
 // supervise trains model to reproduce the assistant turns of the
@@ -216,11 +270,11 @@ func (t *Trainer) warmStart(ctx context.Context) (*warmStartResult, error) {
 // Interrupted, it saves its model, optimizer, step and random stream to
 // partial (beside the cache entry, under the same key) and the next run
 // continues from there, to the same bits as an uninterrupted warm start.
-func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *tokenizer.Tokenizer, demos []rollout.Trajectory, partial string) (*native.Model, error) {
-	c := t.cfg.WarmStart
-	all := &Sequences{}
+func (w warmStarter) supervise(ctx context.Context, model *native.Model, tok *tokenizer.Tokenizer, demos []rollout.Trajectory, partial string) (*native.Model, error) {
+	c := w.cfg.WarmStart
+	all := &train.Sequences{}
 	for _, d := range demos {
-		for _, msgs := range trainingConversations(d.Messages, t.cfg.Rollout.HistoryWindow) {
+		for _, msgs := range trainingConversations(d.Messages, w.cfg.Rollout.HistoryWindow) {
 			r, err := tok.RenderTraining(msgs)
 			if err != nil {
 				return nil, err
@@ -228,7 +282,7 @@ func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *token
 			if len(r.IDs) > model.Config().MaxSeq {
 				continue
 			}
-			if t.cfg.Rollout.HistoryWindow > 0 {
+			if w.cfg.Rollout.HistoryWindow > 0 {
 				// Only the window's last reply is this turn's to learn.
 				last := r.Messages[len(r.Messages)-1].Start
 				for i := 0; i < last; i++ {
@@ -244,9 +298,9 @@ func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *token
 	}
 	opt := native.NewAdamW(model, 0.9, 0.95, 1e-8, 0)
 	sched := native.Schedule{Peak: c.LR, Min: c.LR, Warmup: 30}
-	pcg := rand.NewPCG(t.cfg.Run.Seed, 0x5f7)
+	pcg := rand.NewPCG(w.cfg.Run.Seed, 0x5f7)
 	rng := rand.New(pcg)
-	start := t.now()
+	start := w.now()
 	lastLog := start
 	var lossSum float64
 	var lossN, skipped int
@@ -256,9 +310,9 @@ func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *token
 		if err := pcg.UnmarshalBinary(p.RNG); err != nil {
 			return nil, fmt.Errorf("warm start: %s: %w", partial, err)
 		}
-		t.log.Info("warm start: continuing an interrupted warm start", "step", step, "of", c.Steps, "dir", partial)
+		w.log.Info("warm start: continuing an interrupted warm start", "step", step, "of", c.Steps, "dir", partial)
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		t.log.Warn("warm start: the interrupted warm start's state is unusable; starting afresh", "dir", partial, "err", err)
+		w.log.Warn("warm start: the interrupted warm start's state is unusable; starting afresh", "dir", partial, "err", err)
 	}
 	for ; step < c.Steps; step++ {
 		if testHookWarmStep != nil {
@@ -268,11 +322,11 @@ func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *token
 			if serr := saveWarmProgress(partial, model, opt, warmProgress{Step: step, Skipped: skipped}, pcg); serr != nil {
 				return nil, errors.Join(err, fmt.Errorf("warm start: saving its progress: %w", serr))
 			}
-			t.log.Info("warm start: interrupted; its progress is saved and the same command continues from there", "step", step, "of", c.Steps, "dir", partial)
+			w.log.Info("warm start: interrupted; its progress is saved and the same command continues from there", "step", step, "of", c.Steps, "dir", partial)
 			return nil, err
 		}
-		if c.MaxDuration > 0 && t.now().Sub(start) >= c.MaxDuration {
-			t.log.Warn("warm start: warm_start.max_duration reached before warm_start.steps; "+
+		if c.MaxDuration > 0 && w.now().Sub(start) >= c.MaxDuration {
+			w.log.Warn("warm start: warm_start.max_duration reached before warm_start.steps; "+
 				"the starting model now depends on this machine's speed", "steps", step, "of", c.Steps, "max_duration", c.MaxDuration)
 			break
 		}
@@ -289,18 +343,18 @@ func (t *Trainer) supervise(ctx context.Context, model *native.Model, tok *token
 		}
 		if !ok {
 			skipped++
-			t.log.Warn("warm start: non-finite loss or gradient, step skipped", "step", step)
+			w.log.Warn("warm start: non-finite loss or gradient, step skipped", "step", step)
 			continue
 		}
 		lossSum += m["sft/loss"]
 		lossN++
-		if now := t.now(); now.Sub(lastLog) > 15*time.Second {
-			t.log.Info("warm start: training", "step", step, "of", c.Steps, "loss", lossSum/float64(lossN),
+		if now := w.now(); now.Sub(lastLog) > 15*time.Second {
+			w.log.Info("warm start: training", "step", step, "of", c.Steps, "loss", lossSum/float64(lossN),
 				"elapsed", now.Sub(start).Round(time.Second))
 			lastLog, lossSum, lossN = now, 0, 0
 		}
 	}
-	t.log.Info("warm start: done", "steps", step, "skipped", skipped, "sequences", all.Len(), "elapsed", t.now().Sub(start).Round(time.Second))
+	w.log.Info("warm start: done", "steps", step, "skipped", skipped, "sequences", all.Len(), "elapsed", w.now().Sub(start).Round(time.Second))
 	return model, nil
 }
 

@@ -1,4 +1,4 @@
-package train
+package inprocess
 
 import (
 	"context"
@@ -10,39 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrl/agentrl/train"
+	"github.com/agentrl/agentrl/train/traintest"
+
 	"github.com/agentrl/agentrl/model/hftest"
 	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/model/native"
 	"github.com/agentrl/agentrl/policy"
 )
-
-// TestLoRARunResumes trains adapters (model.lora) on the warm-started
-// native model and on a Hugging Face model: a split run equals the
-// uninterrupted one metric for metric (the adapters and their optimizer
-// state are checkpointed, the base is rebuilt and checked), with a KL
-// reference (the base model) and with a PPO critic (trained in full).
-func TestLoRARunResumes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("trains a small model")
-	}
-	src, err := hftest.Write(filepath.Join(t.TempDir(), "qwen2-tiny"), hftest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lora := []string{"model.lora.rank=4", "model.lora.alpha=8"}
-	for _, c := range []struct {
-		name string
-		sets []string
-		want string
-	}{
-		{"native GRPO", nil, "actor/pg_loss"},
-		{"native KL, q and v", []string{"algo.use_kl_loss=true", "algo.kl_loss_coef=0.05", "model.lora.targets=[q_proj, v_proj]"}, "actor/kl_loss"},
-		{"HF PPO with KL", []string{"model.init=" + src.Path, "rollout.max_turns=2", "rollout.sampling.max_tokens=12",
-			"algo.preset=PPO", "algo.use_kl_loss=true", "algo.kl_loss_coef=0.05"}, "critic/vf_loss"},
-	} {
-		t.Run(c.name, func(t *testing.T) { checkResume(t, append(slices.Clone(lora), c.sets...), c.want) })
-	}
-}
 
 // TestLoRACheckpoint looks at a LoRA run's checkpoint: the adapters in
 // PEFT's layout naming the base model's directory, their optimizer state,
@@ -62,17 +37,17 @@ func TestLoRACheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "run")
-	tr, err := New(tinyConfig(t, out, 2, "model.init="+src.Path, "rollout.max_turns=2", "rollout.sampling.max_tokens=12",
-		"model.lora.rank=2", "algo.use_kl_loss=true", "algo.kl_loss_coef=0.05"), quietOptions())
+	tr, err := train.New(traintest.TinyConfig(t, out, 2, "model.init="+src.Path, "rollout.max_turns=2", "rollout.sampling.max_tokens=12",
+		"model.lora.rank=2", "algo.use_kl_loss=true", "algo.kl_loss_coef=0.05"), traintest.QuietOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := tr.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	ck := filepath.Join(out, checkpointsDir, latestCheckpoint)
+	ck := filepath.Join(out, "checkpoints", "latest")
 	for _, name := range []string{filepath.Join(adapterDir, native.PEFTConfigFile), filepath.Join(adapterDir, native.PEFTWeightsFile),
-		native.OptimizerFile, baseFile, stateFile, identityFile} {
+		native.OptimizerFile, baseFile, "trainer_state.json", "run.json"} {
 		if _, err := os.Stat(filepath.Join(ck, name)); err != nil {
 			t.Errorf("checkpoint lacks %s", name)
 		}
@@ -96,11 +71,14 @@ func TestLoRACheckpoint(t *testing.T) {
 	if !slices.Equal(before.Params(), after.Params()) {
 		t.Error("the base model's directory changed")
 	}
-	raw, err := os.ReadFile(filepath.Join(out, identityFile))
+	raw, err := os.ReadFile(filepath.Join(out, "run.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var id runIdentity
+	var id struct {
+		Config map[string]string `json:"config"`
+		Model  *train.ModelInfo  `json:"model"`
+	}
 	if err := json.Unmarshal(raw, &id); err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +113,8 @@ func TestLoRACheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	resume := func(rank string, opts Options) error {
-		tr, err := New(tinyConfig(t, out, 3, "model.init="+src.Path, "rollout.max_turns=2", "rollout.sampling.max_tokens=12",
+	resume := func(rank string, opts train.Options) error {
+		tr, err := train.New(traintest.TinyConfig(t, out, 3, "model.init="+src.Path, "rollout.max_turns=2", "rollout.sampling.max_tokens=12",
 			"model.lora.rank="+rank, "algo.use_kl_loss=true", "algo.kl_loss_coef=0.05"), opts)
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +122,7 @@ func TestLoRACheckpoint(t *testing.T) {
 		return tr.Run(context.Background())
 	}
 	// Resuming with another rank is another run.
-	if err := resume("3", quietOptions()); err == nil || !strings.Contains(err.Error(), "model.lora.rank: 2 there, 3 here") {
+	if err := resume("3", traintest.QuietOptions()); err == nil || !strings.Contains(err.Error(), "model.lora.rank: 2 there, 3 here") {
 		t.Errorf("resume with another rank: %v", err)
 	}
 	// A changed base model is refused.
@@ -160,7 +138,7 @@ func TestLoRACheckpoint(t *testing.T) {
 	if err := local.WriteHF(src.Path, changed, hf); err != nil {
 		t.Fatal(err)
 	}
-	if err := resume("2", quietOptions()); err == nil || !strings.Contains(err.Error(), "is not the one the adapters were trained on") {
+	if err := resume("2", traintest.QuietOptions()); err == nil || !strings.Contains(err.Error(), "is not the one the adapters were trained on") {
 		t.Errorf("resume over a changed base model: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(src.Path, native.WeightsFile), files, 0o644); err != nil {
@@ -168,7 +146,7 @@ func TestLoRACheckpoint(t *testing.T) {
 	}
 	// With the base model back, the run resumes from its checkpoint.
 	var log strings.Builder
-	opts := quietOptions()
+	opts := traintest.QuietOptions()
 	opts.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	if err := resume("2", opts); err != nil {
 		t.Fatal(err)
@@ -178,57 +156,17 @@ func TestLoRACheckpoint(t *testing.T) {
 	}
 }
 
-// TestLoRAConfigAndIdentity: model.lora's keys are validated by name, are
-// part of the run identity only when adapters are on (so runs recorded
-// before they existed still match), and never change the warm start.
-func TestLoRAConfigAndIdentity(t *testing.T) {
-	for doc, want := range map[string]string{
-		"model:\n  lora:\n    rank: -1\n":                        "model.lora.rank",
-		"model:\n  lora:\n    rank: 4\n    alpha: 0\n":           "model.lora.alpha",
-		"model:\n  lora:\n    rank: 4\n    dropout: 0.1\n":       "model.lora.dropout: only 0 is supported",
-		"model:\n  lora:\n    rank: 4\n    targets: [lm_head]\n": `model.lora.targets: unknown module "lm_head"`,
-		"model:\n  lora:\n    rank: 4\n    targets: []\n":        "model.lora.targets: name at least one module",
-		"model:\n  lora:\n    rank: 4\n    ranks: 4\n":           `unknown key "ranks"`,
-	} {
-		if _, err := Parse([]byte(doc), nil); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Parse(%q) = %v, want %q", doc, err, want)
-		}
-	}
-	cfg, err := Parse([]byte("model:\n  lora:\n    rank: 4\n    targets: [v_proj, q_proj]\n"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(cfg.Model.LoRA.Targets, []string{"v_proj", "q_proj"}) || cfg.Model.LoRA.Alpha != 16 {
-		t.Errorf("model.lora %+v", cfg.Model.LoRA)
-	}
-	ids := map[string]runIdentity{}
+// TestLoRADoesNotChangeTheWarmStart: the warm start trains every weight
+// and adapters come after it, so model.lora's settings leave its cache key
+// alone: runs with and without adapters start from one model.
+func TestLoRADoesNotChangeTheWarmStart(t *testing.T) {
 	keys := map[string]string{}
 	for _, sets := range [][]string{nil, {"model.lora.alpha=32"}, {"model.lora.rank=8"}, {"model.lora.rank=8", "model.lora.alpha=32"}} {
-		tr, err := New(tinyConfig(t, filepath.Join(t.TempDir(), "run"), 1, sets...), quietOptions())
+		k, err := warmStarterOf(t, traintest.TinyConfig(t, filepath.Join(t.TempDir(), "run"), 1, sets...)).key(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, err := tr.identity()
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := strings.Join(sets, " ")
-		ids[name] = id
-		if keys[name], err = tr.warmStartKey(nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	off, on := ids[""], ids["model.lora.rank=8"]
-	for k := range off.Config {
-		if strings.HasPrefix(k, "model.lora") {
-			t.Errorf("identity without adapters holds %s", k)
-		}
-	}
-	if off.ConfigHash != ids["model.lora.alpha=32"].ConfigHash {
-		t.Error("an unused adapter setting changed the identity")
-	}
-	if on.Config["model.lora.rank"] != "8" || on.Config["model.lora.targets.6"] != "down_proj" || on.ConfigHash == ids["model.lora.rank=8 model.lora.alpha=32"].ConfigHash {
-		t.Errorf("identity with adapters: %v", on.Config)
+		keys[strings.Join(sets, " ")] = k
 	}
 	for name, k := range keys {
 		if k != keys[""] {
