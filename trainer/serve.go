@@ -141,16 +141,15 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	}, closing)
 }
 
-// mountTinker routes /api/v1 to the Tinker server and everything else to
-// the OpenAI-compatible one.
+// mountTinker routes /api/v1 and the paths under it to the Tinker server
+// and everything else to the OpenAI-compatible one.
 func mountTinker(openai, tk http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == tinker.APIPrefix || strings.HasPrefix(r.URL.Path, tinker.APIPrefix+"/") {
-			tk.ServeHTTP(w, r)
-			return
-		}
-		openai.ServeHTTP(w, r)
-	})
+	mux := http.NewServeMux()
+	mux.Handle("/", openai)
+	mux.Handle(tinker.APIPrefix+"/", tk)
+	// Registered too, or ServeMux would redirect it to APIPrefix+"/".
+	mux.Handle(tinker.APIPrefix, tk)
+	return mux
 }
 
 // loraModule is one -lora NAME=PATH.

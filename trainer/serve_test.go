@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -176,5 +177,31 @@ func TestServeUsageErrors(t *testing.T) {
 	code, _, errOut := runCLI(t, "", "serve", "-checkpoint", filepath.Join(t.TempDir(), "missing"))
 	if code != 1 || !strings.Contains(errOut, "does not exist") {
 		t.Errorf("missing checkpoint: exit %d, %s", code, errOut)
+	}
+}
+
+// TestMountTinker checks which server answers each path.
+func TestMountTinker(t *testing.T) {
+	named := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, name) })
+	}
+	h := mountTinker(named("openai"), named("tinker"))
+	for path, want := range map[string]string{
+		"/api/v1":              "tinker",
+		"/api/v1/":             "tinker",
+		"/api/v1/healthz":      "tinker",
+		"/api/v1/samplers/s_1": "tinker",
+		"/api/v10":             "openai",
+		"/api":                 "openai",
+		"/v1/models":           "openai",
+		"/v1/models/org/name":  "openai",
+		"/health":              "openai",
+		"/no/such/route":       "openai",
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, nil))
+		if got := rec.Body.String(); rec.Code != http.StatusOK || got != want {
+			t.Errorf("%s: %d %q, want %q", path, rec.Code, got, want)
+		}
 	}
 }

@@ -2,9 +2,7 @@ package openenv
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentrl/agentrl/envs"
+	"github.com/agentrl/agentrl/internal/httpapi"
 )
 
 // Options configure a Server. The zero value is usable: see each field.
@@ -181,14 +180,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// writeJSON writes v, or FastAPI's 500 when v does not encode (a NaN
+// reward, say).
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		status, data = http.StatusInternalServerError, []byte(`{"detail":"encoding the reply failed"}`)
+	if err := httpapi.WriteJSON(w, status, v); err != nil {
+		writeDetail(w, http.StatusInternalServerError, "encoding the reply failed")
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(data)
 }
 
 // writeDetail answers FastAPI's error shape, {"detail": …}.
@@ -210,7 +207,7 @@ func writeError(w http.ResponseWriter, err error) {
 // readBody reads a bounded request body as one JSON object; an empty body
 // is {} when allowEmpty.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty bool) (map[string]json.RawMessage, bool) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxMessageBytes))
+	data, err := httpapi.ReadBody(w, r, s.opts.MaxMessageBytes)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
@@ -431,9 +428,7 @@ func (s *Server) handleTaskRange(w http.ResponseWriter, r *http.Request) {
 
 // randomSeed draws a seed for a reset that names none.
 func (s *Server) randomSeed() uint64 {
-	var b [8]byte
-	rand.Read(b[:])
-	return binary.LittleEndian.Uint64(b[:]) >> 1 // below 2^63: fits every client's int
+	return httpapi.RandomSeed() >> 1 // below 2^63: fits every client's int
 }
 
 // reap closes the sessions idle for longer than IdleTimeout.

@@ -28,9 +28,6 @@ const (
 	peftWeightsFile = "adapter_model.safetensors"
 )
 
-// modelCardPrefix is the path of GET /v1/models/{id}.
-const modelCardPrefix = "/v1/models/"
-
 // servedModel is a model a request can name: the base policy or a LoRA
 // adapter, each with its own batcher, so requests for different models are
 // never merged into one policy.Sample call.
@@ -441,7 +438,7 @@ func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
 // retrieveModel serves GET /v1/models/{id} (the OpenAI API's retrieve,
 // which vLLM lacks): one card, or a 404.
 func (s *Server) retrieveModel(w http.ResponseWriter, r *http.Request) {
-	id := strings.TrimPrefix(r.URL.Path, modelCardPrefix)
+	id := r.PathValue("id")
 	now := time.Now().Unix()
 	if id == s.model {
 		writeJSON(w, http.StatusOK, s.card(s.base, now))

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrl/agentrl/internal/httpapi"
 	"github.com/agentrl/agentrl/policy"
 )
 
@@ -171,7 +172,7 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 		Usage          usage        `json:"usage"`
 		PromptTokenIDs []int        `json:"prompt_token_ids"`
 		PromptLogprobs any          `json:"prompt_logprobs"`
-	}{ID: newID("chatcmpl-"), Object: "chat.completion", Created: time.Now().Unix(), Model: sm.name}
+	}{ID: httpapi.NewID("chatcmpl-"), Object: "chat.completion", Created: time.Now().Unix(), Model: sm.name}
 	resp.Usage.PromptTokens = len(prompt)
 	if returnIDs {
 		resp.PromptTokenIDs = slices.Clone(prompt)

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentrl/agentrl/internal/httpapi"
 	"github.com/agentrl/agentrl/policy"
 )
 
@@ -266,7 +267,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 		Model   string             `json:"model"`
 		Choices []completionChoice `json:"choices"`
 		Usage   usage              `json:"usage"`
-	}{ID: newID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: sm.name}
+	}{ID: httpapi.NewID("cmpl-"), Object: "text_completion", Created: time.Now().Unix(), Model: sm.name}
 	outs := make([]output, len(where))
 	var topReqs []policy.ScoreRequest // the generated tokens, for their alternatives
 	for i, p := range prompts {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/agentrl/agentrl/internal/httpapi"
 	"github.com/agentrl/agentrl/policy"
 )
 
@@ -86,7 +87,7 @@ func (s *Server) checkSampling(f *samplingFields) (*sampling, error) {
 	if f.Seed != nil {
 		sp.seed = uint64(*f.Seed)
 	} else {
-		sp.seed = randomSeed()
+		sp.seed = httpapi.RandomSeed()
 	}
 	if t := f.Temperature; t != nil {
 		if !(*t >= 0) || math.IsInf(*t, 1) {

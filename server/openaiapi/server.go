@@ -1,15 +1,10 @@
 package openaiapi
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -18,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentrl/agentrl/internal/httpapi"
 	"github.com/agentrl/agentrl/policy"
 )
 
@@ -111,7 +107,7 @@ type Server struct {
 	top   topLogprobsPolicy // nil when the policy does not report its most likely tokens
 	log   *slog.Logger
 	batch *batcher // the base model's; see adapters.go for the others
-	mux   map[string]route
+	mux   *http.ServeMux
 
 	shared *batchShared
 	base   *servedModel
@@ -119,11 +115,6 @@ type Server struct {
 
 	prefixMu sync.Mutex
 	prefix   []int // add_special_tokens ids of a text prompt, once known
-}
-
-type route struct {
-	method  string
-	handler func(w http.ResponseWriter, r *http.Request)
 }
 
 // vocabularyPolicy is implemented by policies that describe their
@@ -157,22 +148,50 @@ func New(p policy.Policy, opts Options) *Server {
 	s.shared = newBatchShared(opts.MaxConcurrentBatches)
 	s.batch = s.newBatcher(p)
 	s.base = &servedModel{name: s.model, p: p, batch: s.batch, root: s.model}
-	s.mux = map[string]route{
-		"/health":              {http.MethodGet, s.health},
-		"/v1/models":           {http.MethodGet, s.listModels},
-		"/v1/completions":      {http.MethodPost, s.respond(s.complete)},
-		"/v1/chat/completions": {http.MethodPost, s.respond(s.chatComplete)},
-		"/tokenize":            {http.MethodPost, s.tokenize},
-		"/detokenize":          {http.MethodPost, s.detokenize},
+	if opts.AdapterDir != "" && opts.LoadAdapter == nil {
+		panic("openaiapi: Options.AdapterDir is set without Options.LoadAdapter")
 	}
-	if opts.AdapterDir != "" {
-		if opts.LoadAdapter == nil {
-			panic("openaiapi: Options.AdapterDir is set without Options.LoadAdapter")
-		}
-		s.mux["/v1/load_lora_adapter"] = route{http.MethodPost, s.loadLoRAAdapter}
-		s.mux["/v1/unload_lora_adapter"] = route{http.MethodPost, s.unloadLoRAAdapter}
-	}
+	s.routes()
 	return s
+}
+
+// routes builds the router: each route's method and path, behind the
+// checks of handle.
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.handle(http.MethodGet, "/health", s.health)
+	s.handle(http.MethodGet, "/v1/models", s.listModels)
+	s.handle(http.MethodGet, "/v1/models/{id...}", s.retrieveModel)
+	s.handle(http.MethodPost, "/v1/completions", s.respond(s.complete))
+	s.handle(http.MethodPost, "/v1/chat/completions", s.respond(s.chatComplete))
+	s.handle(http.MethodPost, "/tokenize", s.tokenize)
+	s.handle(http.MethodPost, "/detokenize", s.detokenize)
+	if s.opts.AdapterDir != "" {
+		s.handle(http.MethodPost, "/v1/load_lora_adapter", s.loadLoRAAdapter)
+		s.handle(http.MethodPost, "/v1/unload_lora_adapter", s.unloadLoRAAdapter)
+	}
+	// ServeMux's own 404 and 405 are plain text: answer them in the
+	// OpenAI error envelope, as every other reply.
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// handle registers h for method (GET routes answer HEAD too) and path,
+// behind the API key on /v1 paths, and a 405 for the path's other methods.
+func (s *Server) handle(method, path string, h http.HandlerFunc) {
+	keyed := strings.HasPrefix(path, "/v1/")
+	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
+		if keyed && s.opts.APIKey != "" && !s.authorized(r) {
+			writeError(w, http.StatusUnauthorized, "", "invalid or missing API key: send it as \"Authorization: Bearer KEY\"")
+			return
+		}
+		h(w, r)
+	})
+	s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", method)
+		writeError(w, http.StatusMethodNotAllowed, "", fmt.Sprintf("method %s not allowed on %s (use %s)", r.Method, r.URL.Path, method))
+	})
 }
 
 func (s *Server) newBatcher(p policy.Policy) *batcher {
@@ -259,27 +278,10 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	// --enable-request-id-headers (the OpenAI clients report it).
 	id := r.Header.Get("X-Request-Id")
 	if id == "" {
-		id = newID("req-")
+		id = httpapi.NewID("req-")
 	}
 	w.Header().Set("X-Request-Id", id)
-	rt, ok := s.mux[r.URL.Path]
-	if !ok && strings.HasPrefix(r.URL.Path, modelCardPrefix) {
-		rt, ok = route{http.MethodGet, s.retrieveModel}, true
-	}
-	if !ok {
-		writeError(w, http.StatusNotFound, "", fmt.Sprintf("no route %s %s", r.Method, r.URL.Path))
-		return
-	}
-	if r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
-		w.Header().Set("Allow", rt.method)
-		writeError(w, http.StatusMethodNotAllowed, "", fmt.Sprintf("method %s not allowed on %s (use %s)", r.Method, r.URL.Path, rt.method))
-		return
-	}
-	if s.opts.APIKey != "" && strings.HasPrefix(r.URL.Path, "/v1/") && !s.authorized(r) {
-		writeError(w, http.StatusUnauthorized, "", "invalid or missing API key: send it as \"Authorization: Bearer KEY\"")
-		return
-	}
-	rt.handler(w, r)
+	s.mux.ServeHTTP(w, r)
 }
 
 func (s *Server) authorized(r *http.Request) bool {
@@ -329,7 +331,7 @@ func (s *Server) failure(r *http.Request, err error) (status int, param, message
 }
 
 func writeError(w http.ResponseWriter, status int, param, message string) {
-	writeJSON(w, status, errorBody(status, param, message))
+	httpapi.WriteJSON(w, status, errorBody(status, param, message)) // strings and an int: it always encodes
 }
 
 // errorBody is the OpenAI-style error object.
@@ -350,22 +352,18 @@ func errorBody(status int, param, message string) map[string]any {
 	return map[string]any{"error": map[string]any{"message": message, "type": typ, "param": p, "code": status}}
 }
 
+// writeJSON writes v, or a 500 in the OpenAI error envelope when v does
+// not encode.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		data, _ = json.Marshal(map[string]any{"error": map[string]any{"message": "encoding the reply: " + err.Error(), "type": "server_error", "param": nil, "code": status}})
+	if err := httpapi.WriteJSON(w, status, v); err != nil {
+		writeError(w, http.StatusInternalServerError, "", "encoding the reply: "+err.Error())
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(append(data, '\n'))
 }
 
 // decode reads the JSON body into v: unknown fields are ignored, wrong
 // types, trailing data and oversized bodies are errors.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
-	body := http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes)
-	data, err := io.ReadAll(body)
+	data, err := httpapi.ReadBody(w, r, s.opts.MaxRequestBytes)
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
@@ -373,29 +371,22 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 		}
 		return badRequest("", "reading the request body: %v", err)
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return badRequest("", "empty request body: expected a JSON object")
+	err = httpapi.DecodeJSON(data, v)
+	var fe *fieldError
+	var de *httpapi.DecodeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &fe):
+		return badRequest(fe.field, "field %q: %s", fe.field, fe.msg)
+	case errors.As(err, &de):
+		// Fields of the embedded samplingFields are named as the client
+		// sent them.
+		de.Field = strings.TrimPrefix(de.Field, "samplingFields.")
+		return badRequest(de.Field, "%s", de.Error())
+	default:
+		return badRequest("", "%v", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			te.Field = strings.TrimPrefix(te.Field, "samplingFields.")
-			if te.Field == "" {
-				return badRequest("", "the request body must be a JSON object, not %s", te.Value)
-			}
-			return badRequest(te.Field, "field %q: expected %s, got %s", te.Field, te.Type, te.Value)
-		}
-		var fe *fieldError
-		if errors.As(err, &fe) {
-			return badRequest(fe.field, "field %q: %s", fe.field, fe.msg)
-		}
-		return badRequest("", "malformed JSON body: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return badRequest("", "malformed JSON body: data after the JSON object")
-	}
-	return nil
 }
 
 // fieldError is a field-level decoding error raised by custom unmarshalers.
@@ -525,24 +516,6 @@ func wireLogProb(v float64) float64 {
 		return wireNegInf
 	}
 	return v
-}
-
-// newID returns a random request id with prefix.
-func newID(prefix string) string {
-	var b [12]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
-
-// randomSeed is the seed of a request that sets none.
-func randomSeed() uint64 {
-	var b [8]byte
-	rand.Read(b[:])
-	var x uint64
-	for _, c := range b {
-		x = x<<8 | uint64(c)
-	}
-	return x
 }
 
 func boolOr(p *bool, def bool) bool {

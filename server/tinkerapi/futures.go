@@ -8,6 +8,7 @@ import (
 	"time"
 
 	wire "github.com/agentrl/agentrl/client/tinker"
+	"github.com/agentrl/agentrl/internal/httpapi"
 )
 
 // future is the result of one queued request, as the JSON retrieve_future
@@ -36,7 +37,7 @@ const sweepEvery = 256
 
 // newFuture registers a pending future.
 func (s *Server) newFuture() *future {
-	f := &future{id: newID("req_"), done: make(chan struct{})}
+	f := &future{id: httpapi.NewID("req_"), done: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.futures[f.id] = f
@@ -126,7 +127,5 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	data := f.result
 	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	w.Write(append(data, '\n'))
+	writeJSON(w, http.StatusOK, json.RawMessage(data))
 }

@@ -15,6 +15,7 @@ import (
 
 	wire "github.com/agentrl/agentrl/client/tinker"
 	"github.com/agentrl/agentrl/internal/atomicdir"
+	"github.com/agentrl/agentrl/internal/httpapi"
 	"github.com/agentrl/agentrl/model/native"
 )
 
@@ -294,7 +295,7 @@ func (s *Server) resolveConfig(lc *wire.LoraConfig) (modelConfig, error) {
 	if lc.Seed != nil {
 		c.Seed = uint64(*lc.Seed)
 	} else {
-		c.Seed = randomSeed() >> 1 // positive as an int64, as get_info reports it
+		c.Seed = httpapi.RandomSeed() >> 1 // positive as an int64, as get_info reports it
 	}
 	return c, nil
 }
@@ -324,7 +325,7 @@ func (s *Server) createModel(_ *http.Request, body []byte) (any, error) {
 		return nil, err
 	}
 	mod := &model{
-		id: newID("model_"), session: req.SessionID, created: time.Now(), cfg: cfg,
+		id: httpapi.NewID("model_"), session: req.SessionID, created: time.Now(), cfg: cfg,
 		wake: make(chan struct{}, 1), seqs: map[int]seqRecord{}, saving: map[string]*struct{}{},
 	}
 	s.mu.Lock()

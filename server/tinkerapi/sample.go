@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	wire "github.com/agentrl/agentrl/client/tinker"
+	"github.com/agentrl/agentrl/internal/httpapi"
 	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/policy"
 )
@@ -100,7 +101,7 @@ func (s *Server) asample(_ *http.Request, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	seed := randomSeed()
+	seed := httpapi.RandomSeed()
 	if sp.Seed != nil {
 		seed = uint64(*sp.Seed)
 	}

@@ -1,15 +1,10 @@
 package tinkerapi
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -19,6 +14,7 @@ import (
 	"time"
 
 	wire "github.com/agentrl/agentrl/client/tinker"
+	"github.com/agentrl/agentrl/internal/httpapi"
 	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/model/native"
 )
@@ -132,7 +128,7 @@ type Server struct {
 	opts  Options
 	model string
 	log   *slog.Logger
-	mux   map[string]route
+	mux   *http.ServeMux
 
 	ctx     context.Context // ends at Close: running requests stop
 	cancel  context.CancelFunc
@@ -156,11 +152,6 @@ type Server struct {
 	unembedOnce sync.Once
 	baseOnce    sync.Once
 	baseSHA     string // see baseHash
-}
-
-type route struct {
-	method  string
-	handler func(w http.ResponseWriter, r *http.Request)
 }
 
 // New returns a Server for the base policy, keeping its state in
@@ -196,26 +187,7 @@ func New(base *local.Policy, opts Options) (*Server, error) {
 	s.baseCfg = m.Config()
 	base.Unlock()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.mux = map[string]route{
-		"healthz":                  {http.MethodGet, s.healthz},
-		"get_server_capabilities":  {http.MethodGet, s.capabilities},
-		"client/config":            {http.MethodPost, s.clientConfig},
-		"telemetry":                {http.MethodPost, s.telemetry},
-		"create_session":           {http.MethodPost, s.respond(s.createSession)},
-		"session_heartbeat":        {http.MethodPost, s.respond(s.heartbeat)},
-		"create_sampling_session":  {http.MethodPost, s.respond(s.createSamplingSession)},
-		"create_model":             {http.MethodPost, s.respond(s.createModel)},
-		"get_info":                 {http.MethodPost, s.respond(s.getInfo)},
-		"forward":                  {http.MethodPost, s.respond(s.forward)},
-		"forward_backward":         {http.MethodPost, s.respond(s.forwardBackward)},
-		"optim_step":               {http.MethodPost, s.respond(s.optimStep)},
-		"save_weights":             {http.MethodPost, s.respond(s.saveWeights)},
-		"save_weights_for_sampler": {http.MethodPost, s.respond(s.saveWeightsForSampler)},
-		"load_weights":             {http.MethodPost, s.respond(s.loadWeights)},
-		"weights_info":             {http.MethodPost, s.respond(s.weightsInfo)},
-		"asample":                  {http.MethodPost, s.respond(s.asample)},
-		"retrieve_future":          {http.MethodPost, s.retrieveFuture},
-	}
+	s.routes()
 	s.wg.Add(1)
 	go s.runSampler()
 	return s, nil
@@ -293,6 +265,65 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// routes builds the router: each route's method and path under /api/v1,
+// behind the checks of handle.
+func (s *Server) routes() {
+	s.mux = http.NewServeMux()
+	s.handle(http.MethodGet, "healthz", s.healthz)
+	s.handle(http.MethodGet, "get_server_capabilities", s.capabilities)
+	s.handle(http.MethodPost, "client/config", s.clientConfig)
+	s.handle(http.MethodPost, "telemetry", s.telemetry)
+	s.handle(http.MethodPost, "create_session", s.respond(s.createSession))
+	s.handle(http.MethodPost, "session_heartbeat", s.respond(s.heartbeat))
+	s.handle(http.MethodPost, "create_sampling_session", s.respond(s.createSamplingSession))
+	s.handle(http.MethodGet, "samplers/{id}", s.getSampler)
+	s.handle(http.MethodPost, "create_model", s.respond(s.createModel))
+	s.handle(http.MethodPost, "get_info", s.respond(s.getInfo))
+	s.handle(http.MethodPost, "forward", s.respond(s.forward))
+	s.handle(http.MethodPost, "forward_backward", s.respond(s.forwardBackward))
+	s.handle(http.MethodPost, "optim_step", s.respond(s.optimStep))
+	s.handle(http.MethodPost, "save_weights", s.respond(s.saveWeights))
+	s.handle(http.MethodPost, "save_weights_for_sampler", s.respond(s.saveWeightsForSampler))
+	s.handle(http.MethodPost, "load_weights", s.respond(s.loadWeights))
+	s.handle(http.MethodPost, "weights_info", s.respond(s.weightsInfo))
+	s.handle(http.MethodPost, "asample", s.respond(s.asample))
+	s.handle(http.MethodPost, "retrieve_future", s.retrieveFuture)
+	// ServeMux's own 404 and 405 are plain text: answer them as FastAPI
+	// does, in the {"detail": ...} body the SDK reads.
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, notFound("Not Found: no route %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// handle registers h for method (GET routes answer HEAD too) and the path
+// /api/v1/route behind the checks every route shares, and a 405 for the
+// path's other methods.
+func (s *Server) handle(method, route string, h http.HandlerFunc) {
+	path := wire.APIPrefix + "/" + route
+	keyed := route != "healthz" // health probes carry no key
+	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
+		if keyed && s.opts.APIKey != "" && !s.authorized(r) {
+			writeError(w, errorf(http.StatusUnauthorized, `invalid or missing API key: send it as "X-API-Key: KEY" or "Authorization: Bearer KEY"`))
+			return
+		}
+		if s.closed() {
+			writeError(w, errorf(http.StatusServiceUnavailable, "the server is shutting down"))
+			return
+		}
+		if method == http.MethodPost {
+			if err := checkContentType(r); err != nil {
+				writeError(w, err)
+				return
+			}
+		}
+		h(w, r)
+	})
+	s.mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", method)
+		writeError(w, errorf(http.StatusMethodNotAllowed, "Method Not Allowed: %s %s (use %s)", r.Method, r.URL.Path, method))
+	})
+}
+
 // ServeHTTP implements http.Handler for the routes under /api/v1.
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -301,37 +332,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		s.log.Debug("tinker request", "method", r.Method, "path", r.URL.Path, "status", w.status,
 			"duration", time.Since(start), "remote", r.RemoteAddr)
 	}()
-	sub, ok := strings.CutPrefix(r.URL.Path, wire.APIPrefix+"/")
-	rt, found := s.mux[sub]
-	if ok && !found {
-		if id, isSampler := strings.CutPrefix(sub, "samplers/"); isSampler && id != "" && !strings.Contains(id, "/") {
-			rt, found = route{http.MethodGet, func(w http.ResponseWriter, r *http.Request) { s.getSampler(w, r, id) }}, true
-		}
-	}
-	if !ok || !found {
-		writeError(w, notFound("Not Found: no route %s %s", r.Method, r.URL.Path))
-		return
-	}
-	if r.Method != rt.method && !(rt.method == http.MethodGet && r.Method == http.MethodHead) {
-		w.Header().Set("Allow", rt.method)
-		writeError(w, errorf(http.StatusMethodNotAllowed, "Method Not Allowed: %s %s (use %s)", r.Method, r.URL.Path, rt.method))
-		return
-	}
-	if s.opts.APIKey != "" && sub != "healthz" && !s.authorized(r) {
-		writeError(w, errorf(http.StatusUnauthorized, `invalid or missing API key: send it as "X-API-Key: KEY" or "Authorization: Bearer KEY"`))
-		return
-	}
-	if s.closed() {
-		writeError(w, errorf(http.StatusServiceUnavailable, "the server is shutting down"))
-		return
-	}
-	if rt.method == http.MethodPost {
-		if err := checkContentType(r); err != nil {
-			writeError(w, err)
-			return
-		}
-	}
-	rt.handler(w, r)
+	s.mux.ServeHTTP(w, r)
 }
 
 // checkContentType accepts JSON bodies only: the newest SDK sends
@@ -393,7 +394,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // readBody reads a request body within the size limit.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	data, err := httpapi.ReadBody(w, r, s.opts.MaxRequestBytes)
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
@@ -409,39 +410,21 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *http
 // some this server does not use); wrong types and trailing data are
 // errors.
 func decode(data []byte, v any) error {
-	if len(bytes.TrimSpace(data)) == 0 {
-		return badRequest("empty request body: expected a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			if te.Field == "" {
-				return badRequest("the request body must be a JSON object, not %s", te.Value)
-			}
-			return badRequest("field %q: expected %s, got %s", te.Field, te.Type, te.Value)
-		}
-		return badRequest("malformed JSON body: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return badRequest("malformed JSON body: data after the JSON object")
+	if err := httpapi.DecodeJSON(data, v); err != nil {
+		return badRequest("%v", err)
 	}
 	return nil
 }
 
 func writeError(w http.ResponseWriter, e *httpError) {
-	writeJSON(w, e.status, wire.ErrorBody{Detail: e.detail})
+	httpapi.WriteJSON(w, e.status, wire.ErrorBody{Detail: e.detail}) // a string: it always encodes
 }
 
+// writeJSON writes v, or a 500 with its detail when v does not encode.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		status = http.StatusInternalServerError
-		data, _ = json.Marshal(wire.ErrorBody{Detail: "encoding the reply: " + err.Error()})
+	if err := httpapi.WriteJSON(w, status, v); err != nil {
+		writeError(w, errorf(http.StatusInternalServerError, "encoding the reply: %v", err))
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(append(data, '\n'))
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -497,7 +480,7 @@ func (s *Server) createSession(_ *http.Request, body []byte) (any, error) {
 		return nil, err
 	}
 	now := time.Now()
-	se := &session{id: newID("session_"), created: now, heartbeat: now}
+	se := &session{id: httpapi.NewID("session_"), created: now, heartbeat: now}
 	s.mu.Lock()
 	s.sessions[se.id] = se
 	s.mu.Unlock()
@@ -537,7 +520,7 @@ func (s *Server) createSamplingSession(_ *http.Request, body []byte) (any, error
 	if (req.BaseModel == nil) == (req.ModelPath == nil) {
 		return nil, badRequest("Exactly one of base_model or model_path must be provided")
 	}
-	ss := &samplingSession{id: newID("sampling_"), session: req.SessionID}
+	ss := &samplingSession{id: httpapi.NewID("sampling_"), session: req.SessionID}
 	if req.BaseModel != nil {
 		if err := s.checkBase(*req.BaseModel); err != nil {
 			return nil, err
@@ -556,7 +539,9 @@ func (s *Server) createSamplingSession(_ *http.Request, body []byte) (any, error
 	return wire.CreateSamplingSessionResponse{SamplingSessionID: ss.id, Type: "create_sampling_session"}, nil
 }
 
-func (s *Server) getSampler(w http.ResponseWriter, _ *http.Request, id string) {
+// getSampler serves GET samplers/{id}.
+func (s *Server) getSampler(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
 	s.mu.Lock()
 	ss, ok := s.samplings[id]
 	s.mu.Unlock()
@@ -578,24 +563,4 @@ func (s *Server) checkBase(name string) error {
 		return badRequest("base model %q is not served here: this server serves %q", name, s.model)
 	}
 	return nil
-}
-
-// newID returns prefix followed by 16 random hex digits: unique across
-// restarts of the server, so that saved paths of different runs on one
-// state directory never collide.
-func newID(prefix string) string {
-	var b [8]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
-
-// randomSeed is the seed of a request or adapter that sets none.
-func randomSeed() uint64 {
-	var b [8]byte
-	rand.Read(b[:])
-	var x uint64
-	for _, c := range b {
-		x = x<<8 | uint64(c)
-	}
-	return x
 }

@@ -22,6 +22,7 @@ import (
 
 	wire "github.com/agentrl/agentrl/client/tinker"
 	"github.com/agentrl/agentrl/internal/atomicdir"
+	"github.com/agentrl/agentrl/internal/httpapi"
 	"github.com/agentrl/agentrl/model/local"
 	"github.com/agentrl/agentrl/model/native"
 )
@@ -277,7 +278,7 @@ func (s *Server) saveWeights(_ *http.Request, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	name, err := checkpointName(req.Path, newID("weights_"))
+	name, err := checkpointName(req.Path, httpapi.NewID("weights_"))
 	if err != nil {
 		return nil, err
 	}
@@ -307,7 +308,7 @@ func (s *Server) saveWeightsForSampler(_ *http.Request, body []byte) (any, error
 	if err != nil {
 		return nil, err
 	}
-	fallback := newID("sampler_")
+	fallback := httpapi.NewID("sampler_")
 	if req.SamplingSessionSeqID != nil && req.SeqID != nil {
 		fallback = fmt.Sprintf("ss%d_seq%d", *req.SamplingSessionSeqID, *req.SeqID) // SkyRL's name
 	}
@@ -332,7 +333,7 @@ func (s *Server) saveWeightsForSampler(_ *http.Request, body []byte) (any, error
 		s.samplers.put(p.String(), pol)
 		resp := wire.SaveWeightsForSamplerResponse{Path: p.String(), Type: "save_weights_for_sampler"}
 		if withSession {
-			ss := &samplingSession{id: newID("sampling_"), session: mod.session, modelPath: p.String()}
+			ss := &samplingSession{id: httpapi.NewID("sampling_"), session: mod.session, modelPath: p.String()}
 			s.mu.Lock()
 			s.samplings[ss.id] = ss
 			s.mu.Unlock()

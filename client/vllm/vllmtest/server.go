@@ -57,6 +57,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/agentrl/agentrl/internal/httpapi"
 	"github.com/agentrl/agentrl/policy"
 )
 
@@ -154,15 +155,11 @@ func writeError(w http.ResponseWriter, status int, typ, message string) {
 	writeJSON(w, status, map[string]any{"error": map[string]any{"message": message, "type": typ, "param": nil, "code": status}})
 }
 
+// writeJSON writes v, or a plain-text 500 when v does not encode.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
+	if err := httpapi.WriteJSON(w, status, v); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(data)
 }
 
 // read decodes the body strictly into v.
