@@ -1,7 +1,11 @@
 // Package stats holds the small statistics the reports share.
 package stats
 
-import "math"
+import (
+	"math"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
 
 // z95 is the two-sided 95% standard normal quantile.
 const z95 = 1.959963984540054
@@ -21,15 +25,9 @@ func Wilson(p float64, n int) (lo, hi float64) {
 }
 
 // tQuantile975 is the 0.975 quantile of Student's t with df ≥ 1 degrees
-// of freedom (the normal 1.96 beyond 30).
+// of freedom.
 func tQuantile975(df int) float64 {
-	table := [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
-	if df <= len(table) {
-		return table[df-1]
-	}
-	return 1.96
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(0.975)
 }
 
 // MeanCI95 returns the mean of xs and the half-width of its 95% interval,
