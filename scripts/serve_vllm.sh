@@ -11,34 +11,36 @@
 # adapter directory (server.adapter_dir, default RUN/adapters) at the path
 # the trainer sends, or at server.adapter_dir_on_server.
 #
-# Each flag, and how sure /work/shared/reference/serving.md is of it (no
-# flag below has been run against a real vLLM in this project):
+# Each flag and what it is for. The API these flags enable is the one
+# agentrl's tests exercise against `trainer serve`; the script itself has
+# not been run against a real vLLM GPU server. Statements marked
+# "unverified" are not checked against vLLM's source.
 #   VLLM_ALLOW_RUNTIME_LORA_UPDATING=True  enables /v1/load_lora_adapter and
-#                           /v1/unload_lora_adapter (§1.1, §2.1)
+#                           /v1/unload_lora_adapter
 #   --enable-lora --max-lora-rank R --max-loras 2
 #                           LoRA serving; the rank must be ≥ the adapters'
 #                           and one of vLLM's fixed set (8/16/32/64/…);
 #                           2 slots hold the new version while the old one
-#                           is unloaded (§2.1)
+#                           is unloaded
 #   --logprobs-mode raw_logprobs
 #                           log-softmax of the raw logits, before
 #                           temperature and truncation: the policy's own
 #                           log-probs, as agentrl defines them. It is also
-#                           vLLM's default [source]; stated so a changed
-#                           default cannot go unnoticed (§1.4). That
+#                           vLLM's default (checked in its source); stated
+#                           so a changed default cannot go unnoticed. That
 #                           prompt_logprobs (scoring) always come from raw
-#                           logits is [recalled].
+#                           logits is unverified.
 #   --generation-config vllm
 #                           ignore the model's generation_config.json
 #                           (Qwen2.5 ships temperature 0.7, top_p 0.8,
-#                           top_k 20, repetition_penalty 1.05 [recalled]);
-#                           agentrl sends every sampling field anyway
-#                           (§1.6; that the default is `auto` is [recalled])
-#   --max-model-len N       the context; longer requests are rejected (§1.7)
+#                           top_k 20, repetition_penalty 1.05; unverified);
+#                           agentrl sends every sampling field anyway (that
+#                           the default is `auto` is unverified)
+#   --max-model-len N       the context; longer requests are rejected
 #   --api-key KEY           protects /v1 (the LoRA routes included), not the
 #                           dev endpoints: keep the server on a private
-#                           network (§1.7)
-#   --host, --port          where to listen: not in serving.md [recalled]
+#                           network
+#   --host, --port          where to listen
 set -euo pipefail
 
 if [ $# -lt 1 ]; then

@@ -66,7 +66,7 @@
 // optim_step clips the global gradient norm to grad_clip_norm when it is
 // positive, applies AdamW with the request's learning rate, betas, eps and
 // weight decay, and clears the gradient: the very steps of the in-process
-// learner (train/native_learner.go). A non-finite gradient is cleared
+// learner (train/inprocess/learner.go). A non-finite gradient is cleared
 // without an update, and the metrics say so (skipped:sum 1).
 //
 // # Weights

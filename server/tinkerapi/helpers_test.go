@@ -284,7 +284,7 @@ func fbRequest(id string, seq *int, exs []example) wire.ForwardBackwardRequest {
 // weight decay.
 var adam = wire.AdamParams{LearningRate: 3e-3, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8, WeightDecay: 0.1, GradClipNorm: 0.5}
 
-// ref is a model trained directly, the way train/native_learner.go's
+// ref is a model trained directly, the way train/inprocess/learner.go's
 // nativeStep trains: ZeroGrad, Forward, Backward of dL/dlogp = −weights,
 // ClipGradNorm, AdamW.Update.
 type ref struct {

@@ -397,7 +397,7 @@ func (s *Server) optimStep(_ *http.Request, body []byte) (any, error) {
 }
 
 // runOptimStep applies the accumulated gradient as the in-process learner
-// does (train/native_learner.go's nativeStep): the global norm clipped to
+// does (train/inprocess/learner.go's nativeStep): the global norm clipped to
 // grad_clip_norm when it is > 0, then one AdamW update with the request's
 // settings; the gradient is then cleared. A non-finite gradient is not
 // applied: it is cleared, and the metrics say so.
