@@ -54,17 +54,12 @@ func (s *session) loop(ctx context.Context) error {
 			return err
 		}
 		stepStart := s.now()
-		next, m, err := s.step(ctx)
+		m, err := s.step(ctx)
 		if err != nil {
 			return err
 		}
-		// The step is complete, and what follows it (its validation, its
-		// metrics row, its checkpoint) is not interrupted either.
-		if err := s.commit(context.WithoutCancel(ctx), next, m, stepStart); err != nil {
-			return err
-		}
 		done++
-		fmt.Fprintln(s.console, progressLine(next.Step, c.Run.Steps, s.now().Sub(stepStart), s.now().Sub(start)/time.Duration(done), m))
+		fmt.Fprintln(s.console, progressLine(s.state.Step, c.Run.Steps, s.now().Sub(stepStart), s.now().Sub(start)/time.Duration(done), m))
 		if s.state.Stopped != "" {
 			s.log.Warn("stopping early", "reason", s.state.Stopped, "step", s.state.Step)
 			return fmt.Errorf("%w: %s", ErrStopped, s.state.Stopped)
@@ -109,29 +104,58 @@ func learnerChanged(err error) bool {
 	return errors.As(err, &lc)
 }
 
-// step runs one RL step on a copy of the run's state and returns the state
-// it leaves and its metrics; the run's state is untouched until commit.
+// step runs one RL step and returns its metrics. It works on a copy of the
+// run's state, which becomes the run's state only when the step's learning
+// is done (commit), with the step's metrics row.
 //
-// It has two phases. Observing — the rollouts, the diagnostics, the
-// filter and the update's inputs (values, reference log-probs,
-// advantages) — changes nothing outside the copy, so an interrupt or an
-// error there leaves the run as the last completed step left it, and the
-// step is redone from the same seeds on resume. Learning — the optimizer
-// steps, publishing the new weights to the sampler, the transcripts —
-// runs to its end whatever ctx does: stopped between two optimizer steps,
-// the weights would be no step's. An error there is errLearnerChanged.
-func (s *session) step(ctx context.Context) (State, metrics, error) {
-	c := s.cfg
-	next := s.state.clone()
-	next.Step++
-	step := next.Step
-	m := metrics{}
+// Observing — the rollouts, the diagnostics, the filter and the update's
+// inputs (values, reference log-probs, advantages) — changes nothing
+// outside the copy, so an interrupt or an error there leaves the run as
+// the last completed step left it, and the step is redone from the same
+// seeds on resume. From the first optimizer step on — the update,
+// publishing the new weights to the sampler, the transcripts, then the
+// commit with the validation, the metrics row and the checkpoint due —
+// the step runs to its end whatever ctx does: stopped between two
+// optimizer steps, the weights would be no step's. An error before the
+// commit is then errLearnerChanged, and the run does not checkpoint.
+func (s *session) step(ctx context.Context) (metrics, error) {
+	stepStart := s.now()
+	o, err := s.observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ctx = context.WithoutCancel(ctx)
+	if err := s.learn(ctx, &o); err != nil {
+		return nil, errLearnerChanged{err}
+	}
+	return o.m, s.commit(ctx, o.next, o.m, stepStart)
+}
 
-	// Observing.
+// observation is what a step's observing phase leaves for its learning.
+type observation struct {
+	next State   // the run's state after the step, so far
+	m    metrics // the step's metrics, so far
+	// batch is the step's batch before filtering, kept the kept groups in
+	// the learner's form (nil when the filter kept none) and keptTrajs
+	// their number of trajectories.
+	batch     Batch
+	seqs      *Sequences
+	keptTrajs int
+	// prepared is when the update's preparation began.
+	prepared time.Time
+}
+
+// observe is the step's observing phase (see step).
+func (s *session) observe(ctx context.Context) (observation, error) {
+	c := s.cfg
+	o := observation{next: s.state.clone(), m: metrics{}}
+	o.next.Step++
+	step, next, m := o.next.Step, &o.next, o.m
 	col, err := s.collect(ctx, step, next.NextTrainSeed, m)
 	if err != nil {
-		return State{}, nil, err
+		return o, err
 	}
+	o.batch = col.batch
 	next.NextTrainSeed = col.nextSeed
 	if col.collapse != nil {
 		cm := col.collapse.fold(next.CollapseEMA)
@@ -144,60 +168,62 @@ func (s *session) step(ctx context.Context) (State, metrics, error) {
 	m["rollout/failed_groups"] = float64(failed)
 	if every := c.Analysis.GradientEvery; every > 0 && step%every == 0 {
 		if err := s.gradientAnalysis(ctx, ok, m); err != nil {
-			return State{}, nil, fmt.Errorf("gradient analysis: %w", err)
+			return o, fmt.Errorf("gradient analysis: %w", err)
 		}
 	}
 	kept, filt, err := s.filter(ok, m)
 	if err != nil {
-		return State{}, nil, err
+		return o, err
 	}
 	reason, err := next.EarlyStop.Observe(filt.Empty, meanStd(filt))
 	if err != nil {
-		return State{}, nil, err
+		return o, err
 	}
 	if reason != "" {
 		next.Stopped = reason
 	}
 	m.add(next.EarlyStop.Metrics())
-	t1 := s.now()
-	var seqs *Sequences
+	o.prepared, o.keptTrajs = s.now(), len(kept.Trajectories)
 	if len(kept.Trajectories) > 0 {
-		if seqs, err = s.prepare(ctx, step, kept, m); err != nil {
-			return State{}, nil, err
+		if o.seqs, err = s.prepare(ctx, step, kept, m); err != nil {
+			return o, err
 		}
 	}
+	return o, nil
+}
 
-	// Learning.
-	ctx = context.WithoutCancel(ctx)
-	if seqs != nil {
-		st, err := s.learner.Update(ctx, seqs, s.updateOptions(step))
+// learn is the step's learning phase (see step): the update, publishing
+// its weights to the sampler, and the step's transcripts.
+func (s *session) learn(ctx context.Context, o *observation) error {
+	c := s.cfg
+	step, m := o.next.Step, o.m
+	if o.seqs != nil {
+		st, err := s.learner.Update(ctx, o.seqs, s.updateOptions(step))
 		if err != nil {
-			return State{}, nil, errLearnerChanged{err}
+			return err
 		}
 		m.add(st.Metrics)
-		m["actor/kept_trajectories"] = float64(len(kept.Trajectories))
-		m["timing_s/update"] = s.now().Sub(t1).Seconds()
-		if next.observeUpdate(st, c.Run.NaNStopStreak) {
+		m["actor/kept_trajectories"] = float64(o.keptTrajs)
+		m["timing_s/update"] = s.now().Sub(o.prepared).Seconds()
+		if o.next.observeUpdate(st, c.Run.NaNStopStreak) {
 			s.log.Warn("non-finite loss or gradient: updates skipped", "step", step, "skipped", st.Skipped, "of", st.MiniBatches)
 		}
 	}
 	if _, own := s.sampler.(ownSampler); !own {
 		// The sampler samples from version step from now on.
-		t2 := s.now()
+		t := s.now()
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		err := s.sampler.Publish(pctx, step)
 		cancel()
 		if err != nil {
-			return State{}, nil, errLearnerChanged{err}
+			return err
 		}
-		m["timing_s/publish"] = s.now().Sub(t2).Seconds()
+		m["timing_s/publish"] = s.now().Sub(t).Seconds()
 	}
 	if c.Run.TranscriptsEvery > 0 && step%c.Run.TranscriptsEvery == 0 {
-		if err := s.rec.transcripts(step, "train", col.batch.Trajectories, 4); err != nil {
-			return State{}, nil, errLearnerChanged{err}
-		}
+		return s.rec.transcripts(step, "train", o.batch.Trajectories, 4)
 	}
-	return next, m, nil
+	return nil
 }
 
 // commit makes next the run's state and completes its step: the

@@ -72,8 +72,8 @@ type Trainer struct {
 	log         *slog.Logger
 	console     io.Writer
 	configPath  string
-	learner     LearnerRegistration
-	sampler     *SamplerRegistration // nil: the learner's own policy
+	learnerReg  LearnerRegistration
+	samplerReg  *SamplerRegistration // nil: the learner's own policy
 	factory     *envs.Factory
 	valFactory  *envs.Factory    // the validation environment (env.config with validation.env_config over it)
 	demoFactory *envs.Factory    // the warm start's demonstrations (env.config with warm_start.env_config over it)
@@ -124,12 +124,12 @@ func New(cfg Config, opts Options) (*Trainer, error) {
 	t := &Trainer{cfg: cfg, log: opts.Logger, console: opts.Console, configPath: opts.ConfigPath, factory: factory,
 		valFactory: valFactory, demoFactory: demoFactory, now: time.Now}
 	if opts.Learner != nil {
-		t.learner = LearnerRegistration{Description: "Options.Learner", New: opts.Learner}
-	} else if t.learner, err = lookupLearner(cfg.LearnerName()); err != nil {
+		t.learnerReg = LearnerRegistration{Description: "Options.Learner", New: opts.Learner}
+	} else if t.learnerReg, err = lookupLearner(cfg.LearnerName()); err != nil {
 		return nil, err
 	}
-	if t.learner.Check != nil {
-		if err := t.learner.Check(cfg); err != nil {
+	if t.learnerReg.Check != nil {
+		if err := t.learnerReg.Check(cfg); err != nil {
 			return nil, err
 		}
 	}
@@ -143,7 +143,7 @@ func New(cfg Config, opts Options) (*Trainer, error) {
 				return nil, err
 			}
 		}
-		t.sampler = &r
+		t.samplerReg = &r
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -232,103 +232,133 @@ func (t *Trainer) Run(ctx context.Context) error {
 // (a new run's warm start included), and the sampler and the rollout
 // engines around them; only then are the run's files written.
 func (t *Trainer) open(ctx context.Context) (*session, error) {
-	c := t.cfg
-	// Identity.
-	id, err := t.identity()
+	id, err := t.checkIdentity()
 	if err != nil {
 		return nil, err
 	}
-	if err := atomicdir.Recover(filepath.Join(c.Run.Out, checkpointsDir, latestCheckpoint)); err != nil {
-		return nil, err
-	}
-	if _, err := t.checkRunDir(id); err != nil {
-		return nil, err
-	}
-	// Lock.
-	lock, err := runlock.Acquire(c.Run.Out)
+	lock, err := runlock.Acquire(t.cfg.Run.Out)
 	if err != nil {
 		return nil, fmt.Errorf("%w; wait for it to finish or use -out DIR", err)
 	}
 	s := &session{Trainer: t, lock: lock, identity: id,
-		sched: native.Schedule{Peak: c.Algo.LR, Min: c.Algo.LR, Warmup: c.Algo.WarmupSteps}}
-	ok := false
-	defer func() {
-		if !ok {
-			s.close()
-		}
-	}()
-	// Starting point: checked again under the lock, since another process
-	// may have started here between the first check and the lock.
+		sched: native.Schedule{Peak: t.cfg.Algo.LR, Min: t.cfg.Algo.LR, Warmup: t.cfg.Algo.WarmupSteps}}
+	// Checked again under the lock: another process may have started here
+	// between the first check and the lock.
 	resumeFrom, err := t.checkRunDir(id)
+	if err == nil {
+		err = s.startingPoint(resumeFrom)
+	}
+	if err == nil {
+		err = s.openLearner(ctx, resumeFrom)
+	}
+	if err == nil {
+		err = s.openEngines(ctx, resumeFrom)
+	}
 	if err != nil {
+		s.close()
 		return nil, err
 	}
-	if err := t.buildValidationSet(); err != nil {
-		return nil, err
+	return s, nil
+}
+
+// checkIdentity computes the run's identity and checks it against what
+// the run directory holds, finishing a checkpoint replacement a crash
+// interrupted first. It writes nothing else.
+func (t *Trainer) checkIdentity() (runIdentity, error) {
+	id, err := t.identity()
+	if err != nil {
+		return runIdentity{}, err
 	}
-	if resumeFrom != "" {
-		if s.state, err = t.loadState(resumeFrom); err != nil {
-			return nil, fmt.Errorf("resume from %s: %w", resumeFrom, err)
-		}
-		if s.state.ElapsedS == 0 && s.state.Step > 0 {
-			t.legacyElapsed(&s.state)
-		}
-		s.priorElapsed = time.Duration(s.state.ElapsedS * float64(time.Second))
-		s.warmStartTime = time.Duration(s.state.WarmStartS * float64(time.Second))
+	if err := atomicdir.Recover(filepath.Join(t.cfg.Run.Out, checkpointsDir, latestCheckpoint)); err != nil {
+		return runIdentity{}, err
 	}
-	// Learner.
-	start := t.start(resumeFrom)
-	l, err := t.learner.New(ctx, start)
+	_, err = t.checkRunDir(id)
+	return id, err
+}
+
+// startingPoint builds the validation set and, resuming, reads the
+// checkpoint's trainer state.
+func (s *session) startingPoint(resumeFrom string) error {
+	if err := s.buildValidationSet(); err != nil {
+		return err
+	}
+	if resumeFrom == "" {
+		return nil
+	}
+	var err error
+	if s.state, err = s.loadState(resumeFrom); err != nil {
+		return fmt.Errorf("resume from %s: %w", resumeFrom, err)
+	}
+	if s.state.ElapsedS == 0 && s.state.Step > 0 {
+		s.legacyElapsed(&s.state)
+	}
+	s.priorElapsed = time.Duration(s.state.ElapsedS * float64(time.Second))
+	s.warmStartTime = time.Duration(s.state.WarmStartS * float64(time.Second))
+	return nil
+}
+
+// openLearner builds the learner: restored from resumeFrom, or from the
+// starting weights for a new run, whose state starts afresh and whose
+// directory loses what an earlier run left there.
+func (s *session) openLearner(ctx context.Context, resumeFrom string) error {
+	start := s.start(resumeFrom)
+	l, err := s.learnerReg.New(ctx, start)
 	if err != nil {
 		if resumeFrom != "" {
-			return nil, fmt.Errorf("resume from %s: %w", resumeFrom, err)
+			return fmt.Errorf("resume from %s: %w", resumeFrom, err)
 		}
-		return nil, err
+		return err
 	}
 	s.learner = l
+	if resumeFrom != "" {
+		s.checkArithmetic(l, s.state.Arithmetic)
+		s.log.Info("resuming", "dir", resumeFrom, "step", s.state.Step)
+		return nil
+	}
+	s.warmStartTime = start.warmStart
+	s.state = s.newState()
+	s.state.WarmStartS = s.warmStartTime.Seconds()
+	return s.clearRunDir()
+}
+
+// openEngines builds the sampler, with the learner's current weights (the
+// starting ones, or a resumed checkpoint's) as version state.Step, writes
+// the run's identity and configuration, opens its files (cut back to the
+// resumed step) and builds the rollout engines.
+func (s *session) openEngines(ctx context.Context, resumeFrom string) error {
+	c := s.cfg
+	var err error
+	if s.samplerReg == nil {
+		s.sampler = ownSampler{s.learner}
+	} else if s.sampler, err = s.samplerReg.New(ctx, s.start(resumeFrom), s.learner, s.state.Step); err != nil {
+		return err
+	}
+	model := s.learner.Model()
+	s.identity.Model = &model
+	if err := s.writeRunFiles(s.identity); err != nil {
+		return err
+	}
 	keep := -1
 	if resumeFrom != "" {
 		keep = s.state.Step
-		t.checkArithmetic(l, s.state.Arithmetic)
-		t.log.Info("resuming", "dir", resumeFrom, "step", s.state.Step)
-	} else {
-		s.warmStartTime = start.warmStart
-		s.state = t.newState()
-		s.state.WarmStartS = s.warmStartTime.Seconds()
-		if err := t.clearRunDir(); err != nil {
-			return nil, err
-		}
-	}
-	// Engines: the sampler, with the current weights (the starting ones,
-	// or a resumed checkpoint's) as version state.Step.
-	if t.sampler == nil {
-		s.sampler = ownSampler{l}
-	} else if s.sampler, err = t.sampler.New(ctx, start, l, s.state.Step); err != nil {
-		return nil, err
-	}
-	model := l.Model()
-	s.identity.Model = &model
-	if err := t.writeRunFiles(s.identity); err != nil {
-		return nil, err
 	}
 	if s.rec, err = newRecorder(c.Run.Out, keep); err != nil {
-		return nil, err
+		return err
 	}
 	pol := s.sampler.Policy()
 	trainCfg := c.Rollout
 	trainCfg.CostToGo, trainCfg.TurnStates = c.Algo.UsesCostToGo(), c.Algo.UsesTurnStates()
-	if s.engine, err = rollout.New(ctx, trainCfg, pol, t.factory); err != nil {
-		return nil, err
+	if s.engine, err = rollout.New(ctx, trainCfg, pol, s.factory); err != nil {
+		return err
 	}
 	valCfg := c.Rollout
 	valCfg.Sampling.Temperature = c.Validation.Temperature
-	if s.valEng, err = rollout.New(ctx, valCfg, pol, t.valFactory); err != nil {
-		return nil, err
+	if s.valEng, err = rollout.New(ctx, valCfg, pol, s.valFactory); err != nil {
+		return err
 	}
-	t.log.Info("model", "kind", model.Kind, "params", model.Params, "max_context", pol.Info().MaxContext,
+	s.log.Info("model", "kind", model.Kind, "params", model.Params, "max_context", pol.Info().MaxContext,
 		"run_dir", c.Run.Out, "resumed_at_step", s.state.Step)
-	ok = true
-	return s, nil
+	return nil
 }
 
 // Start returns what the learner of a new run of t is given: for programs
