@@ -349,6 +349,14 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 		return
 	}
 	if len(s.Tokens) == 0 { // context full: nothing more can be said
+		if turn == 1 {
+			// Not even a first reply fits: the episode has nothing to
+			// learn from, and its prompt alone may be longer than a
+			// learner can take. It is a failed episode, not a short one.
+			ep.traj.Err = fmt.Sprintf("turn 1: the first prompt (%d tokens) leaves no room for a reply in the policy's context of %d tokens",
+				len(ep.traj.Tokens), e.policy.Info().MaxContext)
+			return
+		}
 		ep.finished = true
 		return
 	}

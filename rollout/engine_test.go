@@ -296,6 +296,24 @@ func TestContextLimitTruncates(t *testing.T) {
 	}
 }
 
+// TestFirstPromptLongerThanTheContextFails: an episode whose first prompt
+// leaves no room for a reply is a failed episode (which the trainer drops
+// with its group), not one that ended short: its prompt alone may be
+// longer than a learner can take.
+func TestFirstPromptLongerThanTheContextFails(t *testing.T) {
+	p := fixedReply("<think>x</think><answer>Left</answer>")
+	p.MaxContext = 40
+	trajs, err := newEngine(t, DefaultConfig(), p).Run(context.Background(), []uint64{0}, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trajs {
+		if !strings.Contains(tr.Err, "leaves no room for a reply") || len(tr.Turns) != 0 || p.SampledRequests != 0 {
+			t.Errorf("err %q, %d turns, %d requests sampled", tr.Err, len(tr.Turns), p.SampledRequests)
+		}
+	}
+}
+
 func TestCancelledRunReturnsError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
