@@ -40,7 +40,7 @@ type ToolCall struct {
 	Arguments any
 }
 
-func (m Message) value(js bool, depth int) (any, error) {
+func (m Message) value(depth int) (any, error) {
 	d := newDict()
 	d.set("role", m.Role)
 	d.set("content", m.Content)
@@ -50,7 +50,7 @@ func (m Message) value(js bool, depth int) (any, error) {
 	if len(m.ToolCalls) > 0 {
 		l := &listV{}
 		for _, tc := range m.ToolCalls {
-			v, err := tc.value(js, depth+1)
+			v, err := tc.value(depth + 1)
 			if err != nil {
 				return nil, err
 			}
@@ -70,16 +70,16 @@ func (m Message) value(js bool, depth int) (any, error) {
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v, err := toValue(m.Extra[k], js, depth+1)
+		v, err := toValue(m.Extra[k], depth+1)
 		if err != nil {
 			return nil, fmt.Errorf("message %s: %w", k, err)
 		}
 		d.set(k, v)
 	}
-	return jsOrder(d, js), nil
+	return d, nil
 }
 
-func (tc ToolCall) value(js bool, depth int) (any, error) {
+func (tc ToolCall) value(depth int) (any, error) {
 	d := newDict()
 	if tc.ID != "" {
 		d.set("id", tc.ID)
@@ -91,7 +91,7 @@ func (tc ToolCall) value(js bool, depth int) (any, error) {
 	d.set("type", typ)
 	f := newDict()
 	f.set("name", tc.Name)
-	args, err := toValue(tc.Arguments, js, depth+1)
+	args, err := toValue(tc.Arguments, depth+1)
 	if err != nil {
 		return nil, fmt.Errorf("tool call %s arguments: %w", tc.Name, err)
 	}
@@ -140,11 +140,10 @@ func (t *Template) Render(ctx Context) (string, error) {
 // messages, tools, documents, add_generation_prompt, the special tokens,
 // then the keyword arguments.
 func (t *Template) contextVars(ctx Context) (map[string]any, error) {
-	js := t.dialect == HFJS
 	vars := map[string]any{}
 	msgs := &listV{items: make([]any, 0, len(ctx.Messages))}
 	for i, m := range ctx.Messages {
-		v, err := m.value(js, 1)
+		v, err := m.value(1)
 		if err != nil {
 			return nil, fmt.Errorf("chattemplate: messages[%d]: %w", i, err)
 		}
@@ -159,7 +158,7 @@ func (t *Template) contextVars(ctx Context) (map[string]any, error) {
 			vars[f.name] = nil
 			continue
 		}
-		v, err := toValue(f.v, js, 0)
+		v, err := toValue(f.v, 0)
 		if err != nil {
 			return nil, fmt.Errorf("chattemplate: %s: %w", f.name, err)
 		}
@@ -179,7 +178,7 @@ func (t *Template) contextVars(ctx Context) (map[string]any, error) {
 		vars["enable_thinking"] = *ctx.EnableThinking
 	}
 	for k, v := range ctx.Vars {
-		cv, err := toValue(v, js, 0)
+		cv, err := toValue(v, 0)
 		if err != nil {
 			return nil, fmt.Errorf("chattemplate: variable %s: %w", k, err)
 		}
@@ -193,8 +192,7 @@ func (t *Template) contextVars(ctx Context) (map[string]any, error) {
 var ErrNoTemplate = errors.New("chattemplate: tokenizer_config.json has no chat_template")
 
 // FromConfig parses the chat template of a tokenizer_config.json (read
-// with hftok.LoadConfig) in the Jinja2 dialect and gives it the
-// config's special tokens.
+// with hftok.LoadConfig) and gives it the config's special tokens.
 func FromConfig(cfg hftok.Config) (*Template, error) {
 	if cfg.ChatTemplate == "" {
 		return nil, ErrNoTemplate

@@ -13,9 +13,9 @@ import (
 // fixedNow is the clock of the tests' strftime_now.
 var fixedNow = time.Date(2024, 7, 26, 9, 5, 3, 0, time.UTC)
 
-// execCase renders src with vars (a JSON object) in dialect d.
-func execCase(src, vars string, d Dialect) (string, error) {
-	t, err := ParseDialect(src, d)
+// execCase renders src with vars (a JSON object).
+func execCase(src, vars string) (string, error) {
+	t, err := Parse(src)
 	if err != nil {
 		return "", err
 	}
@@ -33,7 +33,7 @@ func execCase(src, vars string, d Dialect) (string, error) {
 
 func TestConstructs(t *testing.T) {
 	for _, c := range constructCases {
-		got, err := execCase(c.src, c.vars, Jinja2)
+		got, err := execCase(c.src, c.vars)
 		switch {
 		case c.err != "":
 			if err == nil {
@@ -45,54 +45,6 @@ func TestConstructs(t *testing.T) {
 			t.Errorf("%s: %q: %v", c.name, c.src, err)
 		case got != c.want:
 			t.Errorf("%s: %q:\n got %q\nwant %q", c.name, c.src, got, c.want)
-		}
-	}
-}
-
-// TestConstructsHFJS checks the HFJS dialect on the constructs that
-// @huggingface/jinja renders the same way.
-func TestConstructsHFJS(t *testing.T) {
-	for _, c := range constructCases {
-		if !c.checkedHFJS() {
-			continue
-		}
-		got, err := execCase(c.src, c.vars, HFJS)
-		switch {
-		case c.hfjsErr:
-			if err == nil {
-				t.Errorf("%s: rendered %q, want an error", c.name, got)
-			}
-		case err != nil:
-			t.Errorf("%s: %v", c.name, err)
-		case got != *c.hfjs:
-			t.Errorf("%s:\n got %q\nwant %q", c.name, got, *c.hfjs)
-		}
-	}
-}
-
-// TestHFJSDifferences checks the HFJS dialect where @huggingface/jinja
-// differs from Python.
-func TestHFJSDifferences(t *testing.T) {
-	for _, c := range []struct{ name, src, vars, want string }{
-		{"strip ignores its argument", `[{{ "\n a \n".strip('\n') }}][{{ "xxa".lstrip('x') }}][{{ " a\n".rstrip('\n') }}]`, `{}`, "[a][xxa][ a]"},
-		{"trim uses JS whitespace", "[{{ '\\u0085a\\ufeff'|trim }}]", `{}`, "[\u0085a]"},
-		{"prints like JavaScript", "{{ none }}|{{ true }}|{{ [1, 'a', none] }}|{{ {'k': 1.5} }}|{{ 2.0 }}", `{}`, `|true|[1, "a", null]|{"k": 1.5}|2.0`},
-		{"integral float input is an int", "{{ x|tojson }} {{ x is integer }}", `{"x": 1.0}`, "1 true"},
-		{"tojson numbers", "{{ x|tojson }}", `{"x": [1.5e-7, 1e21, 1e20]}`, "[1.5e-7, 1e+21, 100000000000000000000]"},
-		{"index keys first", "{{ x|tojson }}", `{"x": {"b": 1, "10": 2, "2": 3}}`, `{"2": 3, "10": 2, "b": 1}`},
-		{"attribute of undefined", "[{{ x.y.z }}]", `{}`, "[]"},
-		{"string length attribute", "{{ 'héllo'.length }} {{ '😀'|length }}", `{}`, "5 2"},
-		{"key before method", "{{ d.items }}", `{"d": {"items": 5}}`, "5"},
-		{"string plus number", "{{ 'a' + 1 }}", `{}`, "a1"},
-		{"set persists across iterations", "{% for a in [1, 2] %}{% if a == 1 %}{% set q = 'v' %}{% endif %}[{{ q }}]{% endfor %}", `{}`, "[v][v]"},
-		{"trim_blocks on the source", "{{ '%}\n' }}x", `{}`, "%}x"},
-		{"generation tag removed", "a  {%- generation -%}  b  {%- endgeneration %} c", `{}`, "ab c"},
-	} {
-		got, err := execCase(c.src, c.vars, HFJS)
-		if err != nil {
-			t.Errorf("%s: %v", c.name, err)
-		} else if got != c.want {
-			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
 }
@@ -116,7 +68,7 @@ func TestWhitespaceControl(t *testing.T) {
 		{"{% set x = {'a': {'b': 1}} %}{{ x.a.b }}", "1"},
 		{"{{ {'a': {'b': 1}} }}", "{'a': {'b': 1}}"},
 	} {
-		got, err := execCase(c.src, `{}`, Jinja2)
+		got, err := execCase(c.src, `{}`)
 		if err != nil {
 			t.Errorf("%q: %v", c.src, err)
 		} else if got != c.want {
@@ -150,7 +102,7 @@ func TestErrorsNameTheLine(t *testing.T) {
 		{"{{ [].append(1) }}", KindRuntime, 1, "unsafe"},
 		{"{% macro m(a) %}{% endmacro %}\n{{ m(1, 2) }}", KindRuntime, 2, "takes not more than 1 argument"},
 	} {
-		_, err := execCase(c.src, `{}`, Jinja2)
+		_, err := execCase(c.src, `{}`)
 		var e *Error
 		if !errors.As(err, &e) {
 			t.Errorf("%q: error %v, want an *Error", c.src, err)
@@ -162,16 +114,6 @@ func TestErrorsNameTheLine(t *testing.T) {
 		if c.kind == KindRaised && e.Message != c.msg {
 			t.Errorf("%q: raise_exception message %q, want %q", c.src, e.Message, c.msg)
 		}
-	}
-}
-
-// TestHFJSLineNumbers checks that HFJS errors name original lines even
-// though its preprocessing removes newlines.
-func TestHFJSLineNumbers(t *testing.T) {
-	_, err := execCase("{% if true %}\n{% if true %}\n  {% endif %}\n{{ raise_exception('boom') }}\n{% endif %}", `{}`, HFJS)
-	var e *Error
-	if !errors.As(err, &e) || e.Line != 4 || e.Message != "boom" {
-		t.Fatalf("got %v, want boom on line 4", err)
 	}
 }
 
@@ -272,7 +214,7 @@ func TestRunawayTemplates(t *testing.T) {
 		"{% set ns = namespace(s='xxxxxxxxxx') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
 		"{{ " + strings.Repeat("(", 2000) + "1" + strings.Repeat(")", 2000) + " }}",
 	} {
-		if _, err := execCase(src, `{}`, Jinja2); err == nil {
+		if _, err := execCase(src, `{}`); err == nil {
 			t.Errorf("%.60q: no error", src)
 		}
 	}

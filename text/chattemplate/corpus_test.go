@@ -180,74 +180,93 @@ func generatedConversations(n int, seed uint64) []namedConv {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	var cs []namedConv
 	for i := range n {
-		var msgs []Message
-		if rng.IntN(2) == 0 {
-			msgs = append(msgs, sys(genText(rng, 4)))
-		}
-		turns := 1 + rng.IntN(4)
-		for range turns {
-			u := genText(rng, 5)
-			if rng.IntN(8) == 0 {
-				u = "<tool_response>" + u + "</tool_response>"
-			}
-			msgs = append(msgs, user(u))
-			if rng.IntN(5) == 0 && len(msgs) > 1 {
-				continue // consecutive users
-			}
-			m := Message{Role: "assistant"}
-			switch rng.IntN(4) {
-			case 0:
-				m.Content = genText(rng, 5)
-			case 1:
-				m.Content = "<think>\n" + genText(rng, 4) + "\n</think>\n\n" + genText(rng, 4)
-			case 2:
-				m.Content = genText(rng, 4)
-				m.ReasoningContent = sp(genText(rng, 4))
-			case 3:
-				m.Content = genText(rng, 2) + "</think>" + genText(rng, 3)
-			}
-			if rng.IntN(4) == 0 {
-				for k := range 1 + rng.IntN(2) {
-					tc := ToolCall{ID: fmt.Sprintf("call_%d", k), Name: fmt.Sprintf("fn_%d", rng.IntN(3))}
-					if rng.IntN(3) == 0 {
-						b, _ := json.Marshal(map[string]any{"q": genText(rng, 2)})
-						tc.Arguments = string(b)
-					} else {
-						o := Object{}
-						for j := range rng.IntN(3) {
-							o = append(o, Field{fmt.Sprintf("arg%d", j), genValue(rng, 1)})
-						}
-						tc.Arguments = o
-					}
-					m.ToolCalls = append(m.ToolCalls, tc)
-				}
-				msgs = append(msgs, m)
-				for range 1 + rng.IntN(2) {
-					msgs = append(msgs, tool(genText(rng, 3)))
-				}
-				continue
-			}
-			msgs = append(msgs, m)
-		}
-		if rng.IntN(3) == 0 && msgs[len(msgs)-1].Role == "assistant" {
-			msgs = msgs[:len(msgs)-1]
-		}
-		ctx := Context{Messages: msgs, AddGenerationPrompt: rng.IntN(2) == 0}
-		switch rng.IntN(3) {
-		case 1:
-			ctx.EnableThinking = bp(true)
-		case 2:
-			ctx.EnableThinking = bp(false)
-		}
-		if rng.IntN(3) == 0 {
-			ctx.Tools = []any{weatherTool}
-			if rng.IntN(2) == 0 {
-				ctx.Tools = append(ctx.Tools, searchTool)
-			}
-		}
-		cs = append(cs, namedConv{fmt.Sprintf("generated %d", i), ctx})
+		cs = append(cs, namedConv{fmt.Sprintf("generated %d", i), genConversation(rng)})
 	}
 	return cs
+}
+
+// genConversation makes a conversation of one to four turns, with or
+// without a system prompt, tools and enable_thinking.
+func genConversation(rng *rand.Rand) Context {
+	var msgs []Message
+	if rng.IntN(2) == 0 {
+		msgs = append(msgs, sys(genText(rng, 4)))
+	}
+	turns := 1 + rng.IntN(4)
+	for range turns {
+		u := genText(rng, 5)
+		if rng.IntN(8) == 0 {
+			u = "<tool_response>" + u + "</tool_response>"
+		}
+		msgs = append(msgs, user(u))
+		if rng.IntN(5) == 0 && len(msgs) > 1 {
+			continue // consecutive users
+		}
+		msgs = append(msgs, genAssistantTurn(rng)...)
+	}
+	if rng.IntN(3) == 0 && msgs[len(msgs)-1].Role == "assistant" {
+		msgs = msgs[:len(msgs)-1]
+	}
+	ctx := Context{Messages: msgs, AddGenerationPrompt: rng.IntN(2) == 0}
+	switch rng.IntN(3) {
+	case 1:
+		ctx.EnableThinking = bp(true)
+	case 2:
+		ctx.EnableThinking = bp(false)
+	}
+	if rng.IntN(3) == 0 {
+		ctx.Tools = []any{weatherTool}
+		if rng.IntN(2) == 0 {
+			ctx.Tools = append(ctx.Tools, searchTool)
+		}
+	}
+	return ctx
+}
+
+// genAssistantTurn makes an assistant message, with reasoning in its
+// content or in reasoning_content, and sometimes tool calls followed by
+// tool responses.
+func genAssistantTurn(rng *rand.Rand) []Message {
+	m := Message{Role: "assistant"}
+	switch rng.IntN(4) {
+	case 0:
+		m.Content = genText(rng, 5)
+	case 1:
+		m.Content = "<think>\n" + genText(rng, 4) + "\n</think>\n\n" + genText(rng, 4)
+	case 2:
+		m.Content = genText(rng, 4)
+		m.ReasoningContent = sp(genText(rng, 4))
+	case 3:
+		m.Content = genText(rng, 2) + "</think>" + genText(rng, 3)
+	}
+	if rng.IntN(4) != 0 {
+		return []Message{m}
+	}
+	for k := range 1 + rng.IntN(2) {
+		m.ToolCalls = append(m.ToolCalls, genToolCall(rng, k))
+	}
+	msgs := []Message{m}
+	for range 1 + rng.IntN(2) {
+		msgs = append(msgs, tool(genText(rng, 3)))
+	}
+	return msgs
+}
+
+// genToolCall makes the k-th tool call of a message, its arguments a
+// JSON string or an Object.
+func genToolCall(rng *rand.Rand, k int) ToolCall {
+	tc := ToolCall{ID: fmt.Sprintf("call_%d", k), Name: fmt.Sprintf("fn_%d", rng.IntN(3))}
+	if rng.IntN(3) == 0 {
+		b, _ := json.Marshal(map[string]any{"q": genText(rng, 2)})
+		tc.Arguments = string(b)
+		return tc
+	}
+	o := Object{}
+	for j := range rng.IntN(3) {
+		o = append(o, Field{fmt.Sprintf("arg%d", j), genValue(rng, 1)})
+	}
+	tc.Arguments = o
+	return tc
 }
 
 // conversationCorpus is the whole reference corpus.

@@ -1,7 +1,7 @@
 // Package chattemplate renders the Jinja chat templates of Hugging Face
 // tokenizer_config.json files (Qwen3's, Llama-3's and others) exactly as
-// Hugging Face does, in pure Go: a small interpreter of the Jinja subset
-// that chat templates use.
+// Hugging Face's transformers does, in pure Go: a small interpreter of the
+// Jinja subset that chat templates use.
 //
 // # Use
 //
@@ -26,27 +26,14 @@
 // Object (a Go map's keys are sorted). Parse and Execute render any other
 // template with any variables.
 //
-// # Dialects
+// # Jinja2 as transformers sets it up
 //
-// Hugging Face renders chat templates twice over: transformers with
-// Python's Jinja2 (in an ImmutableSandboxedEnvironment with trim_blocks
-// and lstrip_blocks, the loopcontrols extension, its {% generation %} tag,
-// and its raise_exception, strftime_now and tojson = json.dumps(x,
-// ensure_ascii=False)), and @huggingface/jinja, its JavaScript port. They
-// differ, and on the real Qwen3 template for ordinary inputs:
-// @huggingface/jinja's strip, lstrip and rstrip ignore their argument, so
-// "</think>\n\n  answer".lstrip('\n') loses the spaces too; its trim
-// strips JavaScript's whitespace (U+FEFF, not U+0085); its numbers are
-// JavaScript's (tool arguments {"x": 1.0} become {"x": 1}, 1.5e-07 is
-// 1.5e-7, and keys such as "10" move first); and messages[0].role on no
-// messages is an error only in Python. The Jinja2 dialect (Parse,
-// FromConfig) follows transformers, which is what vLLM and training code
-// use; the HFJS dialect (ParseDialect(src, HFJS)) follows
-// @huggingface/jinja 0.5.11, for comparing with it and for programs that
-// must agree with transformers.js. Where @huggingface/jinja fails (it
-// lacks many filters, tests, string methods and statements) the HFJS
-// dialect renders as Jinja2 would, and it keeps the Jinja2 dialect's
-// resource limits.
+// Templates render as transformers' apply_chat_template renders them,
+// which is what vLLM and training code use: with Python's Jinja2 in an
+// ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, the
+// loopcontrols extension, transformers' {% generation %} tag, and its
+// raise_exception, strftime_now and tojson = json.dumps(x,
+// ensure_ascii=False).
 //
 // # What is supported
 //
@@ -101,6 +88,43 @@
 // error past 10 million steps, 64 MiB of output or 200 nested calls. A
 // Template is safe for concurrent use.
 //
+// # How @huggingface/jinja differs
+//
+// Hugging Face also renders chat templates with @huggingface/jinja, the
+// JavaScript port that transformers.js uses, and version 0.5.11 of it
+// differs from Python Jinja2, and so from this package, even on the real
+// Qwen3 and Llama-3 templates with ordinary conversations:
+//
+//   - strip, lstrip and rstrip ignore their argument and strip all
+//     whitespace, so Qwen3's "</think>\n\n answer".lstrip('\n') loses the
+//     space too;
+//   - trim strips JavaScript's whitespace (U+FEFF, not U+0085 or
+//     U+001C to U+001F);
+//   - numbers are JavaScript's: tool arguments {"x": 1.0} become {"x": 1},
+//     and 1.5e-07 is written 1.5e-7;
+//   - object keys that are array indices ("10", "2") come first, in
+//     numeric order;
+//   - an attribute of an undefined value is undefined, not an error, so
+//     messages[0].role renders without messages.
+//
+// Elsewhere: none, booleans, lists, tuples and dicts print as "", true,
+// false and JSON; a variable set in a for loop keeps its value in later
+// iterations; % keeps the dividend's sign, // by zero is Infinity and a
+// str plus a number concatenates; tojson of an undefined value is null;
+// capitalize keeps the case of the rest of the string, unique is
+// case-sensitive, int ignores its base, join its attribute, and
+// startswith and endswith their start and end; strings are indexed by
+// UTF-16 code unit; "\r\n" and "\r" are not newlines; loop.depth is
+// undefined; range has no size limit; and strftime_now knows only %Y %m
+// %d %b %B %H %M and %%. It fails on the syntax, statements, operations,
+// filters, tests and methods it lacks: one-item and empty tuples, numbers
+// with "_", 0x, 0o, 0b or an exponent, "+" whitespace control, raw, with,
+// a block set with a filter, arithmetic on booleans, < on strs, * on
+// lists, iterating strs, most filters (attr, count, d, escape, first,
+// format, list, map with a filter name, max, min, round, select, sum,
+// ...), the float test, most str methods, list methods, loop.cycle,
+// loop.changed, dict and joiner.
+//
 // # Tests against Hugging Face
 //
 // The reference tests render the real Qwen3 and Llama-3 chat templates of
@@ -111,14 +135,19 @@
 // and absent, <think> in content and reasoning_content, reasoning in
 // earlier turns, tools, tool calls and tool responses, Unicode,
 // Jinja-looking text, empty content and whitespace at the edges) and
-// generated ones — and compare string for string: the HFJS dialect with
-// @huggingface/jinja (testdata/reference/render.mjs), the Jinja2 dialect
-// with Python Jinja2 set up as transformers does
-// (testdata/reference/render.py), and they list the conversations on which
-// those two differ. They also encode renderings with text/hftok and
-// compare the ids with @huggingface/tokenizers', and run the construct
-// tests' templates through both references. Install the pinned packages
-// with node 20 or later, and have Jinja2 for python3:
+// generated ones — and the construct tests' templates, with Python Jinja2
+// set up as transformers does (testdata/reference/render.py), which this
+// package must equal string for string, and with @huggingface/jinja
+// (testdata/reference/render.mjs). They list the differences above
+// (knowndiff_test.go) and fail on a rendering where @huggingface/jinja
+// differs from Python Jinja2 for no listed reason, and on a listed
+// difference that no longer shows: a construct case is listed under the
+// differences it shows, and a conversation on which the two differ must
+// have what makes some listed difference show and, once that is taken
+// out of it, render alike in both. They also encode renderings with
+// text/hftok and compare the ids with @huggingface/tokenizers'. Install
+// the pinned packages with node 20 or later, and have Jinja2 for
+// python3:
 //
 //	(cd text/chattemplate/testdata/reference && npm ci --no-audit --no-fund --loglevel=error)
 //	export AGENTRL_REQUIRE_NODE=1

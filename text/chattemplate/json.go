@@ -22,15 +22,10 @@ type jsonOptions struct {
 	hasSeps     bool
 	sortKeys    bool
 	ensureASCII bool
-	// js formats as @huggingface/jinja does (JavaScript numbers;
-	// undefined as null, or as "undefined" with undefinedText).
-	js            bool
-	undefinedText bool
 }
 
 // toJSON is transformers' tojson: Python's json.dumps(x,
-// ensure_ascii=False, indent=None, separators=None, sort_keys=False)
-// (opts.js: @huggingface/jinja's toJSON).
+// ensure_ascii=False, indent=None, separators=None, sort_keys=False).
 func toJSON(v any, o jsonOptions) (string, error) {
 	if !o.hasSeps {
 		o.itemSep, o.keySep = ", ", ": "
@@ -49,140 +44,24 @@ func writeJSON(b *strings.Builder, v any, o jsonOptions, depth int) error {
 	if depth > 500 {
 		return errors.New("maximum recursion depth exceeded while encoding a JSON object")
 	}
-	newline := func(d int) {
-		if o.hasIndent {
-			b.WriteByte('\n')
-			for range d {
-				b.WriteString(o.indent)
-			}
-		}
-	}
 	switch v := v.(type) {
 	case nil:
 		b.WriteString("null")
 	case bool:
-		if v {
-			b.WriteString("true")
-		} else {
-			b.WriteString("false")
-		}
+		b.WriteString(strconv.FormatBool(v))
 	case int64:
 		b.WriteString(strconv.FormatInt(v, 10))
 	case float64:
-		switch {
-		case o.js && (math.IsInf(v, 0) || v != v):
-			b.WriteString("null")
-		case o.js:
-			b.WriteString(jsNumber(v))
-		case math.IsInf(v, 1):
-			b.WriteString("Infinity")
-		case math.IsInf(v, -1):
-			b.WriteString("-Infinity")
-		case v != v:
-			b.WriteString("NaN")
-		default:
-			b.WriteString(pyFloat(v))
-		}
+		b.WriteString(jsonFloat(v))
 	case string:
 		writeJSONString(b, v, o.ensureASCII)
 	case *listV:
-		if len(v.items) == 0 {
-			b.WriteString("[]")
-			return nil
-		}
-		b.WriteByte('[')
-		for i, it := range v.items {
-			if i > 0 {
-				b.WriteString(o.itemSep)
-			}
-			newline(depth + 1)
-			if err := writeJSON(b, it, o, depth+1); err != nil {
-				return err
-			}
-		}
-		newline(depth)
-		b.WriteByte(']')
-	case *dictV, *nsV:
-		d, _ := v.(*dictV)
-		if ns, ok := v.(*nsV); ok {
-			if !o.js {
-				return errors.New("Object of type Namespace is not JSON serializable")
-			}
-			d = ns.d
-		}
-		if d.len() == 0 {
-			b.WriteString("{}")
-			return nil
-		}
-		type kv struct {
-			k string
-			v any
-			o any
-		}
-		items := make([]kv, 0, d.len())
-		for i, k := range d.keys {
-			var ks string
-			switch k := k.(type) {
-			case string:
-				ks = k
-			case nil:
-				ks = "null"
-			case bool:
-				ks = strconv.FormatBool(k)
-			case int64:
-				ks = strconv.FormatInt(k, 10)
-			case float64:
-				ks = pyFloat(k)
-				if math.IsInf(k, 0) || k != k {
-					ks = map[bool]string{true: "Infinity", false: "-Infinity"}[k > 0]
-					if k != k {
-						ks = "NaN"
-					}
-				}
-			default:
-				return fmt.Errorf("keys must be str, int, float, bool or None, not %s", typeName(k))
-			}
-			items = append(items, kv{ks, d.vals[i], k})
-		}
-		if o.sortKeys {
-			var cmpErr error
-			sort.SliceStable(items, func(i, j int) bool {
-				if o.js {
-					return jsLocaleLess(items[i].k, items[j].k)
-				}
-				c, ok := pyCompare(items[i].o, items[j].o)
-				if !ok {
-					cmpErr = fmt.Errorf("'<' not supported between instances of '%s' and '%s'", typeName(items[i].o), typeName(items[j].o))
-				}
-				return c < 0
-			})
-			if cmpErr != nil {
-				return cmpErr
-			}
-		}
-		b.WriteByte('{')
-		for i, it := range items {
-			if i > 0 {
-				b.WriteString(o.itemSep)
-			}
-			newline(depth + 1)
-			writeJSONString(b, it.k, o.ensureASCII)
-			b.WriteString(o.keySep)
-			if err := writeJSON(b, it.v, o, depth+1); err != nil {
-				return err
-			}
-		}
-		newline(depth)
-		b.WriteByte('}')
+		return writeJSONList(b, v, o, depth)
+	case *dictV:
+		return writeJSONDict(b, v, o, depth)
+	case *nsV:
+		return errors.New("Object of type Namespace is not JSON serializable")
 	case *undefV:
-		if o.js {
-			if o.undefinedText {
-				b.WriteString("undefined")
-			} else {
-				b.WriteString("null")
-			}
-			return nil
-		}
 		return errors.New("Object of type Undefined is not JSON serializable")
 	default:
 		return fmt.Errorf("Object of type %s is not JSON serializable", typeName(v))
@@ -190,14 +69,120 @@ func writeJSON(b *strings.Builder, v any, o jsonOptions, depth int) error {
 	return nil
 }
 
-// jsLocaleLess approximates String.prototype.localeCompare for sorting
-// keys: case-insensitive first, then lower case before upper.
-func jsLocaleLess(a, b string) bool {
-	la, lb := strings.ToLower(a), strings.ToLower(b)
-	if la != lb {
-		return la < lb
+// jsonFloat is a float as json.dumps writes it: its repr, or Infinity,
+// -Infinity and NaN.
+func jsonFloat(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	case f != f:
+		return "NaN"
 	}
-	return a > b
+	return pyFloat(f)
+}
+
+// newline starts a line at depth d, when indenting.
+func (o jsonOptions) newline(b *strings.Builder, d int) {
+	if o.hasIndent {
+		b.WriteByte('\n')
+		for range d {
+			b.WriteString(o.indent)
+		}
+	}
+}
+
+func writeJSONList(b *strings.Builder, l *listV, o jsonOptions, depth int) error {
+	if len(l.items) == 0 {
+		b.WriteString("[]")
+		return nil
+	}
+	b.WriteByte('[')
+	for i, it := range l.items {
+		if i > 0 {
+			b.WriteString(o.itemSep)
+		}
+		o.newline(b, depth+1)
+		if err := writeJSON(b, it, o, depth+1); err != nil {
+			return err
+		}
+	}
+	o.newline(b, depth)
+	b.WriteByte(']')
+	return nil
+}
+
+// jsonItem is a dict item with its key as JSON writes it.
+type jsonItem struct {
+	key    string
+	rawKey any
+	val    any
+}
+
+func writeJSONDict(b *strings.Builder, d *dictV, o jsonOptions, depth int) error {
+	if d.len() == 0 {
+		b.WriteString("{}")
+		return nil
+	}
+	items := make([]jsonItem, 0, d.len())
+	for i, k := range d.keys {
+		ks, err := jsonKey(k)
+		if err != nil {
+			return err
+		}
+		items = append(items, jsonItem{ks, k, d.vals[i]})
+	}
+	if o.sortKeys {
+		if err := sortJSONItems(items); err != nil {
+			return err
+		}
+	}
+	b.WriteByte('{')
+	for i, it := range items {
+		if i > 0 {
+			b.WriteString(o.itemSep)
+		}
+		o.newline(b, depth+1)
+		writeJSONString(b, it.key, o.ensureASCII)
+		b.WriteString(o.keySep)
+		if err := writeJSON(b, it.val, o, depth+1); err != nil {
+			return err
+		}
+	}
+	o.newline(b, depth)
+	b.WriteByte('}')
+	return nil
+}
+
+// jsonKey is a dict key as json.dumps writes it.
+func jsonKey(k any) (string, error) {
+	switch k := k.(type) {
+	case string:
+		return k, nil
+	case nil:
+		return "null", nil
+	case bool:
+		return strconv.FormatBool(k), nil
+	case int64:
+		return strconv.FormatInt(k, 10), nil
+	case float64:
+		return jsonFloat(k), nil
+	}
+	return "", fmt.Errorf("keys must be str, int, float, bool or None, not %s", typeName(k))
+}
+
+// sortJSONItems sorts items by their keys, as sort_keys=True does.
+func sortJSONItems(items []jsonItem) error {
+	var cmpErr error
+	sort.SliceStable(items, func(i, j int) bool {
+		c, ok := pyCompare(items[i].rawKey, items[j].rawKey)
+		if !ok {
+			cmpErr = fmt.Errorf("'<' not supported between instances of '%s' and '%s'", typeName(items[i].rawKey), typeName(items[j].rawKey))
+		}
+		return c < 0
+	})
+	return cmpErr
 }
 
 // writeJSONString writes s as json.dumps (and JSON.stringify) do: \" \\ \b
@@ -217,8 +202,8 @@ func writeJSONString(b *strings.Builder, s string, ensureASCII bool) {
 	for i := 0; i < len(s); {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && n == 1 {
-			// Invalid UTF-8 (no Python or JavaScript string holds it):
-			// U+FFFD, as encoding/json does.
+			// Invalid UTF-8 (no Python string holds it): U+FFFD, as
+			// encoding/json does.
 			r = utf8.RuneError
 		}
 		i += n

@@ -1163,12 +1163,9 @@ func (p *parser) parseTest(x expr) (expr, error) {
 			return nil, p.errf(t.line, "test arguments must be positional")
 		}
 		te.args = call.args
-	case c.kind == tString || c.kind == tInt || c.kind == tFloat ||
-		c.kind == tName && c.val != "else" && c.val != "or" && c.val != "and" ||
-		c.kind == tOp && (c.val == "(" || c.val == "[" || c.val == "{"):
-		if c.kind == tName && c.val == "is" {
-			return nil, p.errf(c.line, "you cannot chain multiple tests with is")
-		}
+	case c.kind == tName && c.val == "is":
+		return nil, p.errf(c.line, "you cannot chain multiple tests with is")
+	case startsTestArg(c):
 		arg, err := p.parsePrimary()
 		if err != nil {
 			return nil, err
@@ -1179,4 +1176,18 @@ func (p *parser) parseTest(x expr) (expr, error) {
 		te.args = []expr{arg}
 	}
 	return te, nil
+}
+
+// startsTestArg reports whether c starts the argument of a test written
+// without parentheses ("x is divisibleby 3"), as Jinja2 decides.
+func startsTestArg(c token) bool {
+	switch c.kind {
+	case tString, tInt, tFloat:
+		return true
+	case tName:
+		return c.val != "else" && c.val != "or" && c.val != "and"
+	case tOp:
+		return c.val == "(" || c.val == "[" || c.val == "{"
+	}
+	return false
 }

@@ -1,11 +1,11 @@
 package chattemplate
 
 import (
+	"cmp"
 	"math"
 	"strconv"
 	"strings"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -215,27 +215,10 @@ func pyEqual(a, b any) bool {
 		return ok && a == bs
 	case *listV:
 		bl, ok := b.(*listV)
-		if !ok || a.tuple != bl.tuple || len(a.items) != len(bl.items) {
-			return false
-		}
-		for i := range a.items {
-			if !pyEqual(a.items[i], bl.items[i]) {
-				return false
-			}
-		}
-		return true
+		return ok && listEqual(a, bl)
 	case *dictV:
 		bd, ok := b.(*dictV)
-		if !ok || a.len() != bd.len() {
-			return false
-		}
-		for i, k := range a.keys {
-			v, ok := bd.get(k)
-			if !ok || !pyEqual(a.vals[i], v) {
-				return false
-			}
-		}
-		return true
+		return ok && dictEqual(a, bd)
 	case *undefV:
 		_, ok := b.(*undefV)
 		return ok
@@ -243,30 +226,43 @@ func pyEqual(a, b any) bool {
 	return a == b
 }
 
+// listEqual is == on lists or tuples.
+func listEqual(a, b *listV) bool {
+	if a.tuple != b.tuple || len(a.items) != len(b.items) {
+		return false
+	}
+	for i := range a.items {
+		if !pyEqual(a.items[i], b.items[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// dictEqual is == on dicts: the same keys with equal values.
+func dictEqual(a, b *dictV) bool {
+	if a.len() != b.len() {
+		return false
+	}
+	for i, k := range a.keys {
+		v, ok := b.get(k)
+		if !ok || !pyEqual(a.vals[i], v) {
+			return false
+		}
+	}
+	return true
+}
+
 // pyCompare orders a and b as Python's < does; ok is false when Python
 // raises TypeError.
 func pyCompare(a, b any) (c int, ok bool) {
 	ai, af, aFloat, aNum := number(a)
 	bi, bf, bFloat, bNum := number(b)
-	if aNum && bNum {
-		if aFloat || bFloat {
-			switch {
-			case af < bf:
-				return -1, true
-			case af > bf:
-				return 1, true
-			case af == bf:
-				return 0, true
-			}
-			return 2, true // NaN: every comparison is false
-		}
-		switch {
-		case ai < bi:
-			return -1, true
-		case ai > bi:
-			return 1, true
-		}
-		return 0, true
+	switch {
+	case aNum && bNum && (aFloat || bFloat):
+		return floatCompare(af, bf), true
+	case aNum && bNum:
+		return cmp.Compare(ai, bi), true
 	}
 	switch a := a.(type) {
 	case string:
@@ -280,21 +276,34 @@ func pyCompare(a, b any) (c int, ok bool) {
 		if !ok || a.tuple != bl.tuple {
 			return 0, false
 		}
-		for i := 0; i < len(a.items) && i < len(bl.items); i++ {
-			if pyEqual(a.items[i], bl.items[i]) {
-				continue
-			}
-			return pyCompare(a.items[i], bl.items[i])
-		}
-		switch {
-		case len(a.items) < len(bl.items):
-			return -1, true
-		case len(a.items) > len(bl.items):
-			return 1, true
-		}
-		return 0, true
+		return listCompare(a.items, bl.items)
 	}
 	return 0, false
+}
+
+// floatCompare is -1, 0 or 1, or 2 when a or b is NaN (every comparison
+// is false).
+func floatCompare(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	case a == b:
+		return 0
+	}
+	return 2
+}
+
+// listCompare orders lists as Python does: by their first unequal items,
+// else by length.
+func listCompare(a, b []any) (int, bool) {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if !pyEqual(a[i], b[i]) {
+			return pyCompare(a[i], b[i])
+		}
+	}
+	return cmp.Compare(len(a), len(b)), true
 }
 
 // pyStr is Python's str(v) as Jinja2 prints it.
@@ -468,72 +477,4 @@ func pyFloat(f float64) string {
 		s += ".0"
 	}
 	return s
-}
-
-// jsNumber is JavaScript's Number.prototype.toString.
-func jsNumber(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	case f != f:
-		return "NaN"
-	case f == 0:
-		return "0"
-	}
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	mant, exp, _ := strings.Cut(e, "e")
-	x, _ := strconv.Atoi(exp)
-	if x < -6 || x >= 21 {
-		if x >= 0 {
-			exp = "+" + strconv.Itoa(x)
-		} else {
-			exp = strconv.Itoa(x)
-		}
-		return mant + "e" + exp
-	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
-}
-
-// jsStr is how @huggingface/jinja prints a value (its toString).
-func jsStr(v any) string {
-	switch v := v.(type) {
-	case nil, *undefV:
-		return ""
-	case bool:
-		if v {
-			return "true"
-		}
-		return "false"
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case float64:
-		if v == math.Trunc(v) && !math.IsInf(v, 0) {
-			if v == 0 && math.Signbit(v) {
-				return "-0.0"
-			}
-			return strconv.FormatFloat(v, 'f', 1, 64)
-		}
-		return jsNumber(v)
-	case string:
-		return v
-	case *listV, *dictV, *nsV:
-		s, _ := toJSON(v, jsonOptions{js: true, undefinedText: true})
-		return s
-	}
-	return pyRepr(v)
-}
-
-// runeLen is the length of s in code points (Python) or UTF-16 units
-// (JavaScript).
-func runeLen(s string, js bool) int {
-	if !js {
-		return utf8.RuneCountInString(s)
-	}
-	n := 0
-	for _, r := range s {
-		n += utf16.RuneLen(r)
-	}
-	return n
 }

@@ -7,12 +7,14 @@
 // INPUT_JSON is
 //   {"templates": {NAME: SOURCE, ...},
 //    "tokenizers": {NAME: TOKENIZER_JSON_PATH, ...},
-//    "cases": [{"template": NAME, "vars": {...}, "encode": NAME?}, ...]}
+//    "cases": [{"template": NAME, "vars": {...}, "encode": NAME?}, ...],
+//    "now": "YYYY-MM-DDTHH:MM:SS"?}
 // where vars are the template's variables exactly as the Go side renders
 // with them (messages, tools, add_generation_prompt, the special tokens,
-// extra keyword arguments). OUTPUT_JSON gets, for each case, {"text": ...}
-// or {"error": ...}, and "ids" (encode(text, add_special_tokens=false))
-// when the case names a tokenizer.
+// extra keyword arguments), and now, if given, is the local time that
+// strftime_now formats instead of the clock's. OUTPUT_JSON gets, for each
+// case, {"text": ...} or {"error": ...}, and "ids" (encode(text,
+// add_special_tokens=false)) when the case names a tokenizer.
 import { Template } from "@huggingface/jinja";
 import { Tokenizer } from "@huggingface/tokenizers";
 import fs from "node:fs";
@@ -23,6 +25,20 @@ if (!outputPath) {
   process.exit(2);
 }
 const input = JSON.parse(fs.readFileSync(inputPath, "utf8"));
+
+if (input.now) {
+  // strftime_now formats new Date(): make that the given time.
+  const fixed = new Date(input.now).getTime();
+  globalThis.Date = class extends Date {
+    constructor(...args) {
+      if (args.length === 0) super(fixed);
+      else super(...args);
+    }
+    static now() {
+      return fixed;
+    }
+  };
+}
 
 const templates = new Map();
 const parseErrors = new Map();
