@@ -74,7 +74,7 @@ func DefaultConfig() Config {
 		Think:                true,
 		Sampling:             policy.Sampling{Temperature: 1, TopP: 1, MaxTokens: 128},
 		Concurrency:          8,
-		SampleTimeout:        10 * time.Minute,
+		SampleTimeout:        30 * time.Minute,
 		StepTimeout:          time.Minute,
 		SystemPrefix:         "You're a helpful assistant. ",
 		PromptStyle:          PromptRAGEN,

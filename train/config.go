@@ -79,6 +79,13 @@ type ServerConfig struct {
 	// version's directory is removed once the server has unloaded it (the
 	// checkpoints keep the adapters either way).
 	KeepAdapters bool `yaml:"keep_adapters"`
+	// Outage is how long a request keeps waiting for servers that stopped
+	// answering (connection refused, 5xx) before the run gives up: a vLLM
+	// restart takes minutes. A server that comes back without the run's
+	// adapter is given it again, and the requests are redone with their
+	// seeds, so the run goes on as if nothing happened. 0 gives up after a
+	// few quick retries.
+	Outage time.Duration `yaml:"outage"`
 	// ProbeTolerance is the largest mean |Δ log-prob| allowed, at start,
 	// between the server and the learner scoring a probe conversation
 	// with the first adapter loaded: above it the server serves another
@@ -375,7 +382,7 @@ func Default() Config {
 		WarmStart: WarmStartConfig{Enabled: true, Episodes: 6000, Perturb: 0.1, Rationale: "brief",
 			Steps: DefaultWarmStartSteps, Batch: 16, LR: 3e-3, CacheDir: "runs/cache"},
 		Checkpoint: CheckpointConfig{Every: 10, Resume: true},
-		Server:     ServerConfig{ProbeTolerance: 0.1},
+		Server:     ServerConfig{ProbeTolerance: 0.1, Outage: 15 * time.Minute},
 		Tinker:     defaultTinker(),
 	}
 }
@@ -554,6 +561,12 @@ func (c *Config) validateServer() []error {
 		return errs
 	}
 	var errs []error
+	if s.Outage < 0 {
+		errs = append(errs, fmt.Errorf("server.outage: must be >= 0, got %v", s.Outage))
+	}
+	if s.Outage >= c.Rollout.SampleTimeout {
+		errs = append(errs, fmt.Errorf("server.outage (%v) must be shorter than rollout.sample_timeout (%v), which bounds a whole sampling call: raise rollout.sample_timeout", s.Outage, c.Rollout.SampleTimeout))
+	}
 	for _, raw := range strings.Split(s.URL, ",") {
 		u, err := url.Parse(strings.TrimSpace(raw))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

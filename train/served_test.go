@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentrl/agentrl/train"
 	"github.com/agentrl/agentrl/train/traintest"
@@ -289,8 +291,8 @@ func mustAbs(p string) string {
 	return abs
 }
 
-// TestServerGoneMidRun: the server goes away after step 1; step 2 fails
-// with an error naming the server, the checkpoint of step 1 stays, and
+// TestServerGoneMidRun: the server goes away after step 1 for longer than
+// server.outage (here 0); step 2 fails with an error naming the server, the checkpoint of step 1 stays, and
 // the run resumes against a new server, pushing the checkpoint's adapter
 // under a fresh name, onto the curve of an uninterrupted run.
 func TestServerGoneMidRun(t *testing.T) {
@@ -303,7 +305,7 @@ func TestServerGoneMidRun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cfgFor := func(out, url string) train.Config {
-		return traintest.TinyConfig(t, out, 3, servedSets(src.Path, "server.url="+url, "checkpoint.every=1")...)
+		return traintest.TinyConfig(t, out, 3, servedSets(src.Path, "server.url="+url, "checkpoint.every=1", "server.outage=0s")...)
 	}
 	fullOut := filepath.Join(dir, "full")
 	full := startHFServer(t, src.Path, filepath.Join(fullOut, "adapters"))
@@ -359,6 +361,92 @@ func TestServerGoneMidRun(t *testing.T) {
 			if !strings.HasPrefix(k, "timing_s/") && !(v == b[i][k] || math.IsNaN(v) && math.IsNaN(b[i][k])) {
 				t.Errorf("step %v: %s = %v uninterrupted, %v resumed", a[i]["step"], k, v, b[i][k])
 			}
+		}
+	}
+}
+
+// TestServerRestartsMidRun: the server dies after step 1 and a fresh one
+// (holding no adapters) comes up on the same address a moment later. The
+// run waits for it (server.outage), finds its adapter gone, loads it
+// again, redoes the requests with their seeds and finishes on its own,
+// with every metric of an uninterrupted run.
+func TestServerRestartsMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	src, err := hftest.Write(filepath.Join(t.TempDir(), "qwen2-tiny"), hftest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfgFor := func(out, url string) train.Config {
+		return traintest.TinyConfig(t, out, 3, servedSets(src.Path, "server.url="+url, "server.outage=1m")...)
+	}
+	fullOut := filepath.Join(dir, "full")
+	full := startHFServer(t, src.Path, filepath.Join(fullOut, "adapters"))
+	if _, err := runCaptured(t, cfgFor(fullOut, full.ts.URL), full); err != nil {
+		t.Fatal(err)
+	}
+
+	out := filepath.Join(dir, "restarted")
+	adapters := filepath.Join(out, "adapters")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	first := startHFServer(t, src.Path, adapters)
+	firstHTTP := &http.Server{Handler: first.ts.Config.Handler}
+	go firstHTTP.Serve(ln)
+	second := startHFServer(t, src.Path, adapters)
+	restarted := make(chan error, 1)
+	*train.HookRecorded = func(step int) {
+		if step != 1 {
+			return
+		}
+		firstHTTP.Close() // the server dies: connections refused from now on
+		go func() {
+			time.Sleep(1500 * time.Millisecond)
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				restarted <- err
+				return
+			}
+			restarted <- nil
+			(&http.Server{Handler: second.ts.Config.Handler}).Serve(ln)
+		}()
+	}
+	defer func() { *train.HookRecorded = nil }()
+	tr, err := train.New(cfgFor(out, "http://"+addr), traintest.QuietOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatalf("the run did not outlive the restart: %v", err)
+	}
+	if err := <-restarted; err != nil {
+		t.Fatalf("restarting the server: %v", err)
+	}
+	// The fresh server was given the adapter of version 1 again before
+	// anything sampled from it, then each later version.
+	calls := second.takeCalls()
+	if len(calls) < 2 || !strings.HasPrefix(calls[0], "load ") || !strings.HasSuffix(strings.Fields(calls[0])[1], "-v1") {
+		t.Errorf("the restarted server's adapter calls %q: want version 1 loaded again first", calls)
+	}
+	a, err := train.ReadMetrics(fullOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := train.ReadMetrics(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != 4 || len(b) != 4 {
+		t.Fatalf("metrics rows: %d uninterrupted, %d restarted", len(a), len(b))
+	}
+	for i := range a {
+		if !traintest.SameMetrics(a[i], b[i]) {
+			t.Errorf("step %v differs from the uninterrupted run:\n%v\n%v", a[i]["step"], a[i], b[i])
 		}
 	}
 }

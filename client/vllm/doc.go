@@ -76,8 +76,13 @@
 // Retry-After header is honoured (capped at five minutes). 4xx replies and
 // well-delivered but malformed bodies are never retried. A retried sample
 // yields exactly one result: only the response of the attempt that
-// succeeded is read. Retrying LoadLoRA after a 5xx can meet "already
-// loaded" on the second attempt; that error is reported, not hidden.
+// succeeded is read. Retry.Outage keeps retrying past the attempts, for a
+// server that restarts: a training run waits minutes for a vLLM engine to
+// come back rather than failing its step. Retrying LoadLoRA after a 5xx
+// can meet "already loaded" on the second attempt; that error is reported,
+// not hidden (EnsureLoRA, which restores an adapter a restarted server
+// lost, counts it as done; IsModelMissing recognises the requests that
+// named it).
 //
 // In Sample, a failure of one request (after its retries) is reported in
 // that Sample's Err and the others are unaffected; the call itself fails

@@ -410,3 +410,75 @@ func TestNoGoroutineLeak(t *testing.T) {
 		t.Fatalf("%d goroutines before, %d after Close:\n%s", before, after, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// TestOutageIsWaitedOut: a server that answers 503 for a while (a restart)
+// is waited for past Retry.MaxAttempts within Retry.Outage, and the
+// request then succeeds once; without Outage it fails after its attempts.
+func TestOutageIsWaitedOut(t *testing.T) {
+	down := func(until time.Time) faultFunc {
+		return func(_ http.Handler, w http.ResponseWriter, _ *http.Request, _ *vllmtest.CompletionRequest, _ int) bool {
+			if time.Now().Before(until) {
+				vllmtest.WriteError(w, http.StatusServiceUnavailable, "restarting")
+				return true
+			}
+			return false
+		}
+	}
+	got, want, calls := sampleWithFault(t, 2, func(o *vllm.Options) { o.Retry.Outage = 10 * time.Second },
+		down(time.Now().Add(300*time.Millisecond)))
+	if !reflect.DeepEqual(got, want) || calls <= 2*3 {
+		t.Fatalf("within the outage budget: %d calls; got %+v", calls, got)
+	}
+	got, _, _ = sampleWithFault(t, 2, nil, down(time.Now().Add(time.Minute)))
+	if got[0].Err == nil || !strings.Contains(got[0].Err.Error(), "3 attempts") {
+		t.Fatalf("without an outage budget: Err = %v", got[0].Err)
+	}
+	got, _, _ = sampleWithFault(t, 1, func(o *vllm.Options) { o.Retry.Outage = 200 * time.Millisecond },
+		down(time.Now().Add(time.Minute)))
+	if got[0].Err == nil || !strings.Contains(got[0].Err.Error(), "Retry.Outage") {
+		t.Fatalf("past the outage budget: Err = %v", got[0].Err)
+	}
+}
+
+// TestEnsureLoRAAndMissingModels: a request naming an adapter the server
+// does not hold is IsModelMissing; EnsureLoRA loads it where it is missing
+// and counts "already loaded" as done.
+func TestEnsureLoRAAndMissingModels(t *testing.T) {
+	var loads atomic.Int32
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		loads.Add(1)
+		if loads.Load() == 1 {
+			vllmtest.WriteError(w, http.StatusBadRequest, "The lora adapter 'a' has already been loaded.")
+			return
+		}
+		w.Write([]byte("ok"))
+	})
+	ts1, _ := fake(t, scripted(), func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/load_lora_adapter" {
+				h(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	c := connect(t, quiet(ts1.URL))
+	if err := c.EnsureLoRA(context.Background(), "a", "/adapters/a"); err != nil {
+		t.Errorf("already loaded: %v", err)
+	}
+	if err := c.EnsureLoRA(context.Background(), "a", "/adapters/a"); err != nil {
+		t.Errorf("loaded: %v", err)
+	}
+	c.SetModel("missing-adapter")
+	p := scripted()
+	got, err := c.Sample(context.Background(), requests(t, p, 1, policy.Sampling{Temperature: 1, MaxTokens: 4}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !vllm.IsModelMissing(got[0].Err) {
+		t.Errorf("a request for a model the server lacks: %v, want IsModelMissing", got[0].Err)
+	}
+	if vllm.IsModelMissing(errors.New("does not exist")) || vllm.IsModelMissing(nil) {
+		t.Error("IsModelMissing of errors that are not a server's 404")
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/agentrl/agentrl/policy"
 )
@@ -86,6 +88,32 @@ func (c *Client) LoadLoRA(ctx context.Context, name, path string) error {
 	return c.everyServer(ctx, "/v1/load_lora_adapter", loadLoRARequest{Name: name, Path: path})
 }
 
+// EnsureLoRA loads the PEFT adapter at path under name on every server
+// that does not hold it: a server that answers that it has already loaded
+// the name counts as done. It restores an adapter after a server restarted
+// (a restarted server holds no adapters) without disturbing the others.
+func (c *Client) EnsureLoRA(ctx context.Context, name, path string) error {
+	if name == "" || path == "" {
+		return fmt.Errorf("vllm: EnsureLoRA needs a name and a path, got %q and %q", name, path)
+	}
+	errs := c.eachServer(ctx, "/v1/load_lora_adapter", loadLoRARequest{Name: name, Path: path})
+	for i, err := range errs {
+		var he *HTTPError
+		if errors.As(err, &he) && he.StatusCode == http.StatusBadRequest && strings.Contains(he.Message, "already been loaded") {
+			errs[i] = nil
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// IsModelMissing reports whether err is a server's answer that the model a
+// request named does not exist: on a server that restarted, the LoRA
+// adapter it no longer holds.
+func IsModelMissing(err error) bool {
+	var he *HTTPError
+	return errors.As(err, &he) && he.StatusCode == http.StatusNotFound && strings.Contains(he.Message, "does not exist")
+}
+
 // UnloadLoRA removes the adapter name from every server
 // (POST /v1/unload_lora_adapter). Unload an adapter only once no request
 // uses it.
@@ -99,6 +127,12 @@ func (c *Client) UnloadLoRA(ctx context.Context, name string) error {
 // everyServer posts in to path on every server at once; the error joins the
 // failures, each naming its server.
 func (c *Client) everyServer(ctx context.Context, path string, in any) error {
+	return errors.Join(c.eachServer(ctx, path, in)...)
+}
+
+// eachServer posts in to path on every server at once and returns each
+// server's error, in the order of Options.BaseURLs.
+func (c *Client) eachServer(ctx context.Context, path string, in any) []error {
 	errs := make([]error, len(c.bal.eps))
 	done := make(chan struct{})
 	for i, ep := range c.bal.eps {
@@ -110,5 +144,5 @@ func (c *Client) everyServer(ctx context.Context, path string, in any) error {
 	for range c.bal.eps {
 		<-done
 	}
-	return errors.Join(errs...)
+	return errs
 }

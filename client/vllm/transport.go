@@ -124,6 +124,7 @@ func (c *Client) do(ctx context.Context, ep *endpoint, method, path string, body
 		return nil, ErrClosed
 	}
 	r := c.opts.Retry
+	var firstFailure time.Time
 	for attempt := 1; ; attempt++ {
 		target := ep
 		if target == nil {
@@ -139,8 +140,14 @@ func (c *Client) do(ctx context.Context, ep *endpoint, method, path string, body
 		if !errors.As(err, &re) {
 			return nil, err
 		}
-		if attempt >= r.MaxAttempts {
-			if attempt > 1 {
+		if firstFailure.IsZero() {
+			firstFailure = time.Now()
+		}
+		if attempt >= r.MaxAttempts && time.Since(firstFailure) >= r.Outage {
+			switch {
+			case r.Outage > 0:
+				return nil, fmt.Errorf("%w (gave up after %d attempts over %v, Retry.Outage)", re.err, attempt, time.Since(firstFailure).Round(time.Second))
+			case attempt > 1:
 				return nil, fmt.Errorf("%w (gave up after %d attempts)", re.err, attempt)
 			}
 			return nil, re.err
@@ -153,8 +160,13 @@ func (c *Client) do(ctx context.Context, ep *endpoint, method, path string, body
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < delay {
 			return nil, fmt.Errorf("%w (no time left to retry: attempt %d, next in %v)", re.err, attempt, delay.Round(time.Millisecond))
 		}
-		c.log.Warn("vllm: retrying request", "method", method, "url", target.base+path,
-			"attempt", attempt, "max_attempts", r.MaxAttempts, "delay", delay, "err", re.err)
+		if attempt < r.MaxAttempts {
+			c.log.Warn("vllm: retrying request", "method", method, "url", target.base+path,
+				"attempt", attempt, "max_attempts", r.MaxAttempts, "delay", delay, "err", re.err)
+		} else if attempt == r.MaxAttempts || attempt%10 == 0 {
+			c.log.Warn("vllm: server unavailable; waiting for it within the outage budget", "method", method, "url", target.base+path,
+				"attempt", attempt, "down_for", time.Since(firstFailure).Round(time.Second), "outage_budget", r.Outage, "err", re.err)
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
@@ -282,6 +294,13 @@ type Retry struct {
 	// doubles at every further retry, up to MaxDelay (default 10s). Each
 	// delay is drawn uniformly from [d/2, d].
 	BaseDelay, MaxDelay time.Duration
+	// Outage keeps retrying past MaxAttempts, at MaxDelay, for this long
+	// after a request's first failure: a server that restarts (a vLLM
+	// engine loading its weights takes minutes) is waited for instead of
+	// failing the request. 0 (the default) stops at MaxAttempts. Only
+	// failures a retry may cure count: network errors, timeouts, 429 and
+	// 5xx; the caller's context still bounds the wait.
+	Outage time.Duration
 }
 
 func (r Retry) delay(attempt int) time.Duration {

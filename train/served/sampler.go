@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentrl/agentrl/client/vllm"
@@ -72,7 +73,9 @@ type sampler struct {
 	keep   bool
 	prefix string
 
-	// current is the adapter served now, currentDir its directory.
+	// mu guards current, the adapter served now, and currentDir its
+	// directory.
+	mu                  sync.Mutex
 	current, currentDir string
 	// where is the server's URL as configured.
 	where string
@@ -99,7 +102,8 @@ func New(ctx context.Context, start *train.Start, l train.Learner, version int) 
 	}
 	// The learner's stop tokens, so that the served policy ends replies
 	// exactly where the learner's would.
-	opts := vllm.Options{BaseURLs: sc.URLs(), APIKey: key, Model: sc.Model, StopTokens: slices.Clone(li.StopTokens), Logger: log}
+	opts := vllm.Options{BaseURLs: sc.URLs(), APIKey: key, Model: sc.Model, StopTokens: slices.Clone(li.StopTokens), Logger: log,
+		Retry: vllm.Retry{Outage: sc.Outage}}
 	if opts.StopTokens == nil {
 		opts.StopTokens = []int{}
 	}
@@ -277,7 +281,103 @@ func probeScores(ctx context.Context, served, mine policy.Policy) (float64, int,
 
 // Policy implements train.Sampler: the served policy, sampling with the
 // current adapter.
-func (sp *sampler) Policy() policy.Policy { return sp.client }
+func (sp *sampler) Policy() policy.Policy { return restoring{sp.client, sp} }
+
+// restoring is the served policy as rollouts use it. The client waits out
+// a server's outage (server.outage); a server that comes back has lost its
+// adapters, and a call that names the current one gets "does not exist":
+// restoring loads the adapter again and redoes the call (in Sample, only
+// the requests that failed so), with the same seeds, so the step samples
+// what it would have sampled without the outage.
+type restoring struct {
+	*vllm.Client
+	sp *sampler
+}
+
+// maxRestores bounds the reloads of one call.
+const maxRestores = 3
+
+// restore loads the current adapter again on every server that lost it.
+func (p restoring) restore(ctx context.Context, what string) error {
+	name, _ := p.sp.served()
+	p.sp.log.Warn("the server lost the adapter (restarted?): loading it again and redoing the call", "adapter", name, "call", what)
+	if err := p.Client.EnsureLoRA(ctx, name, p.sp.remote(name)); err != nil {
+		return fmt.Errorf("reloading adapter %s: %w", name, err)
+	}
+	return nil
+}
+
+// retry runs call until it stops failing for a missing adapter.
+func retry[T any](ctx context.Context, p restoring, what string, call func() (T, error)) (T, error) {
+	v, err := call()
+	for try := 0; try < maxRestores && vllm.IsModelMissing(err); try++ {
+		if rerr := p.restore(ctx, what); rerr != nil {
+			return v, errors.Join(err, rerr)
+		}
+		v, err = call()
+	}
+	return v, err
+}
+
+// RenderChat implements policy.Policy.
+func (p restoring) RenderChat(ctx context.Context, msgs []policy.Message, gen bool) ([]int, error) {
+	return retry(ctx, p, "render", func() ([]int, error) { return p.Client.RenderChat(ctx, msgs, gen) })
+}
+
+// Encode implements policy.Policy.
+func (p restoring) Encode(ctx context.Context, text string) ([]int, error) {
+	return retry(ctx, p, "encode", func() ([]int, error) { return p.Client.Encode(ctx, text) })
+}
+
+// Decode implements policy.Policy.
+func (p restoring) Decode(ctx context.Context, ids []int) (string, error) {
+	return retry(ctx, p, "decode", func() (string, error) { return p.Client.Decode(ctx, ids) })
+}
+
+// Score implements policy.Policy.
+func (p restoring) Score(ctx context.Context, reqs []policy.ScoreRequest) ([][]float64, error) {
+	return retry(ctx, p, "score", func() ([][]float64, error) { return p.Client.Score(ctx, reqs) })
+}
+
+// Sample implements policy.Policy: a request that failed for the missing
+// adapter is redone alone, the others keep their samples.
+func (p restoring) Sample(ctx context.Context, reqs []policy.Request) ([]policy.Sample, error) {
+	out, err := p.Client.Sample(ctx, reqs)
+	for try := 0; err == nil && try < maxRestores; try++ {
+		var missing []int
+		for i, s := range out {
+			if vllm.IsModelMissing(s.Err) {
+				missing = append(missing, i)
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if rerr := p.restore(ctx, "sample"); rerr != nil {
+			p.sp.log.Warn("restoring the adapter", "err", rerr)
+			break
+		}
+		redo := make([]policy.Request, len(missing))
+		for j, i := range missing {
+			redo[j] = reqs[i]
+		}
+		again, rerr := p.Client.Sample(ctx, redo)
+		if rerr != nil {
+			return nil, rerr
+		}
+		for j, i := range missing {
+			out[i] = again[j]
+		}
+	}
+	return out, err
+}
+
+// served returns the adapter served now and its directory.
+func (sp *sampler) served() (name, dir string) {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	return sp.current, sp.currentDir
+}
 
 // Describe implements train.Sampler.
 func (sp *sampler) Describe() string { return "server " + sp.where }
@@ -301,8 +401,10 @@ func (sp *sampler) Publish(ctx context.Context, version int) error {
 		return fmt.Errorf("the server did not load adapter %s (lora_path %s): %w", name, remote, err)
 	}
 	sp.client.SetModel(name)
+	sp.mu.Lock()
 	prev, prevDir := sp.current, sp.currentDir
 	sp.current, sp.currentDir = name, dir
+	sp.mu.Unlock()
 	if prev != "" {
 		sp.retire(ctx, prev, prevDir)
 	}
@@ -327,11 +429,13 @@ func (sp *sampler) retire(ctx context.Context, name, dir string) {
 // within a short time of its own (the run may be ending because the
 // server went away), and closes the client.
 func (sp *sampler) Close() error {
-	if sp.current != "" {
+	if name, dir := sp.served(); name != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		sp.retire(ctx, sp.current, sp.currentDir)
+		sp.retire(ctx, name, dir)
 		cancel()
+		sp.mu.Lock()
 		sp.current, sp.currentDir = "", ""
+		sp.mu.Unlock()
 	}
 	return sp.client.Close()
 }
