@@ -31,6 +31,16 @@ type Config struct {
 	SampleTimeout time.Duration `yaml:"sample_timeout"`
 	// StepTimeout bounds one environment Reset or Step.
 	StepTimeout time.Duration `yaml:"step_timeout"`
+	// EnvRetries is how many times an environment call that fails (an
+	// error, a panic, or StepTimeout overrun) is retried, each time on a
+	// fresh instance brought to the episode's state (Reset with its seed,
+	// then the actions it took). Past them the episode fails, and the
+	// trainer drops its group rather than score it.
+	EnvRetries int `yaml:"env_retries"`
+	// EnvRetryDelay is the wait before the first retry; it doubles at each
+	// further one, up to a minute (a remote environment server that
+	// restarts: raise EnvRetries to wait for it longer).
+	EnvRetryDelay time.Duration `yaml:"env_retry_delay"`
 	// SystemPrefix starts the system message (RAGEN: "You're a helpful assistant. ").
 	SystemPrefix string `yaml:"system_prefix"`
 	// PromptStyle is "ragen" (the reference's system prompt and turn text)
@@ -76,6 +86,8 @@ func DefaultConfig() Config {
 		Concurrency:          8,
 		SampleTimeout:        30 * time.Minute,
 		StepTimeout:          time.Minute,
+		EnvRetries:           2,
+		EnvRetryDelay:        time.Second,
 		SystemPrefix:         "You're a helpful assistant. ",
 		PromptStyle:          PromptRAGEN,
 	}
@@ -104,6 +116,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sample_timeout: must be positive, got %v", c.SampleTimeout)
 	case c.StepTimeout <= 0:
 		return fmt.Errorf("step_timeout: must be positive, got %v", c.StepTimeout)
+	case c.EnvRetries < 0 || c.EnvRetries > 100:
+		return fmt.Errorf("env_retries: must be between 0 and 100, got %d", c.EnvRetries)
+	case c.EnvRetryDelay < 0:
+		return fmt.Errorf("env_retry_delay: must be >= 0, got %v", c.EnvRetryDelay)
 	case c.HistoryWindow < 0:
 		return fmt.Errorf("history_window: must be >= 0 (0 keeps the whole conversation), got %d", c.HistoryWindow)
 	case c.PromptStyle != PromptRAGEN && c.PromptStyle != PromptCompact:

@@ -54,8 +54,12 @@ func (e *Engine) Config() Config { return e.cfg }
 
 // episode is the state of one trajectory being played.
 type episode struct {
-	traj        Trajectory
-	env         envs.Env
+	traj Trajectory
+	env  envs.Env
+	// factory builds the episode's environment; taken are the actions
+	// its Step took so far, which a fresh instance replays.
+	factory     *envs.Factory
+	taken       []string
 	vocabulary  []string
 	actionsLeft int
 	finished    bool
@@ -207,9 +211,12 @@ func (e *Engine) parallel(ctx context.Context, eps []*episode, fn func(int, *epi
 // errTimeout reports an environment call that overran StepTimeout.
 var errTimeout = errors.New("timed out")
 
-// withTimeout runs fn, giving up after d. A call that overruns keeps its
-// goroutine until it returns; the episode is abandoned, so its result is
-// discarded.
+// errPanic reports an environment call that panicked.
+var errPanic = errors.New("panicked")
+
+// withTimeout runs fn, giving up after d; a panic in fn is an error. A
+// call that overruns keeps its goroutine until it returns; the episode is
+// abandoned, so its result is discarded.
 func withTimeout[T any](ctx context.Context, d time.Duration, fn func() (T, error)) (T, error) {
 	type result struct {
 		v   T
@@ -217,6 +224,11 @@ func withTimeout[T any](ctx context.Context, d time.Duration, fn func() (T, erro
 	}
 	done := make(chan result, 1)
 	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- result{err: fmt.Errorf("%w: %v", errPanic, r)}
+			}
+		}()
 		v, err := fn()
 		done <- result{v, err}
 	}()
@@ -237,15 +249,17 @@ func withTimeout[T any](ctx context.Context, d time.Duration, fn func() (T, erro
 // open builds the episode's environment, resets it and writes the first two
 // messages (system and the first user turn).
 func open(ctx context.Context, cfg *Config, factory *envs.Factory, ep *episode) error {
-	env, err := factory.New()
+	ep.factory = factory
+	var obs string
+	err := ep.retrying(ctx, cfg, func() error {
+		var err error
+		obs, err = ep.fresh(ctx, cfg)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("env: %w", err)
+		return err
 	}
-	ep.env = env
-	obs, err := withTimeout(ctx, cfg.StepTimeout, func() (string, error) { return env.Reset(ep.traj.Seed) })
-	if err != nil {
-		return fmt.Errorf("env reset: %w", err)
-	}
+	env := ep.env
 	ep.vocabulary = env.Actions()
 	ep.actionsLeft = cfg.MaxActionsPerEpisode
 	first := policy.Message{Role: policy.RoleUser, Content: turnMessage(cfg, 1, 0, obs, ep.actionsLeft, false)}
@@ -460,9 +474,9 @@ func act(ctx context.Context, cfg *Config, ep *episode, parsed Parsed, tr *Turn)
 			tr.Invalid++
 			continue
 		}
-		res, err := withTimeout(ctx, cfg.StepTimeout, func() (envs.StepResult, error) { return ep.env.Step(name) })
+		res, err := ep.step(ctx, cfg, name)
 		if err != nil {
-			return fmt.Errorf("env step %q: %w", name, err)
+			return err
 		}
 		tr.Executed++
 		t.Actions++
@@ -497,6 +511,96 @@ func act(ctx context.Context, cfg *Config, ep *episode, parsed Parsed, tr *Turn)
 	t.Turns = append(t.Turns, *tr)
 	ep.lastReward = tr.Reward
 	return nil
+}
+
+// fresh builds a new instance of the episode's environment and brings it
+// to the episode's state: Reset with its seed, then the actions it took.
+// It returns the first observation. The instance replaces the episode's,
+// which is closed unless a call on it may still be running.
+func (ep *episode) fresh(ctx context.Context, cfg *Config) (string, error) {
+	env, err := ep.factory.New()
+	if err != nil {
+		return "", fmt.Errorf("env: %w", err)
+	}
+	obs, err := withTimeout(ctx, cfg.StepTimeout, func() (string, error) { return env.Reset(ep.traj.Seed) })
+	if err != nil {
+		abandon(env, err)
+		return "", fmt.Errorf("env reset: %w", err)
+	}
+	for i, a := range ep.taken {
+		if _, err := withTimeout(ctx, cfg.StepTimeout, func() (envs.StepResult, error) { return env.Step(a) }); err != nil {
+			abandon(env, err)
+			return "", fmt.Errorf("env replaying action %d of %d (%q) on a fresh instance: %w", i+1, len(ep.taken), a, err)
+		}
+	}
+	if ep.env != nil {
+		closeEnv(ep.env)
+	}
+	ep.env = env
+	return obs, nil
+}
+
+// step takes an action in the episode's environment, retrying a failed
+// call on a fresh instance (retrying).
+func (ep *episode) step(ctx context.Context, cfg *Config, action string) (envs.StepResult, error) {
+	var res envs.StepResult
+	first := true
+	err := ep.retrying(ctx, cfg, func() error {
+		if !first {
+			if _, err := ep.fresh(ctx, cfg); err != nil {
+				return err
+			}
+		}
+		first = false
+		var err error
+		env := ep.env
+		if res, err = withTimeout(ctx, cfg.StepTimeout, func() (envs.StepResult, error) { return env.Step(action) }); err != nil {
+			// The instance may be broken or still busy: a retry builds
+			// another, and this one is not reused.
+			abandon(env, err)
+			ep.env = nil
+			return fmt.Errorf("env step %q: %w", action, err)
+		}
+		return nil
+	})
+	if err == nil {
+		ep.taken = append(ep.taken, action)
+	}
+	return res, err
+}
+
+// retrying runs call, and after a failure waits and runs it again, up to
+// cfg.EnvRetries times (each retry counted on the trajectory): an
+// environment that panicked, hung or lost its server gets fresh
+// instances, and one that fails them all fails the episode. The caller's
+// context ending is final.
+func (ep *episode) retrying(ctx context.Context, cfg *Config, call func() error) error {
+	err := call()
+	delay := cfg.EnvRetryDelay
+	for try := 1; err != nil && try <= cfg.EnvRetries && ctx.Err() == nil; try++ {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		delay = min(2*delay, time.Minute)
+		ep.traj.EnvRetries++
+		err = call()
+	}
+	if err != nil && ep.traj.EnvRetries > 0 {
+		return fmt.Errorf("%w (after %d retries on fresh instances)", err, ep.traj.EnvRetries)
+	}
+	return err
+}
+
+// abandon releases an instance after a failed call on it, unless the call
+// overran its timeout and may still be running.
+func abandon(env envs.Env, err error) {
+	if !errors.Is(err, errTimeout) {
+		closeEnv(env)
+	}
 }
 
 // closeEnv releases an environment that holds resources (io.Closer, such

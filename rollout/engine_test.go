@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,6 +237,7 @@ func TestActionBudget(t *testing.T) {
 func TestFailuresAreIsolated(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.StepTimeout = 50 * time.Millisecond
+	cfg.EnvRetryDelay = time.Millisecond
 	p := &policytest.Scripted{
 		Reply: func(prompt string, seed uint64) string {
 			switch {
@@ -280,6 +282,95 @@ func TestFailuresAreIsolated(t *testing.T) {
 	}
 	if len(trajs) != 8 {
 		t.Errorf("%d trajectories, want 8: none may be lost", len(trajs))
+	}
+}
+
+// flakyEnv is walkEnv whose first instance for each seed fails its second
+// Step the way mode says (panic, hang or error, as a remote server's 5xx
+// would); the instances built after it are healthy.
+type flakyEnv struct {
+	walkEnv
+	mode  string
+	calls int
+	bad   bool
+}
+
+type flakyConfig struct {
+	Mode string `yaml:"mode"`
+}
+
+// flakySeeds records which seeds already had their failing instance.
+var flakySeeds sync.Map
+
+func init() {
+	envs.MustRegister("rollout-flaky", envs.Registration[flakyConfig]{
+		Default: func() flakyConfig { return flakyConfig{} },
+		New: func(c flakyConfig) (envs.Env, error) {
+			return &flakyEnv{walkEnv: walkEnv{hang: make(chan struct{})}, mode: c.Mode}, nil
+		},
+	})
+}
+
+func (e *flakyEnv) Reset(seed uint64) (string, error) {
+	_, seen := flakySeeds.LoadOrStore(fmt.Sprint(e.mode, seed), true)
+	e.bad, e.calls = !seen, 0
+	return e.walkEnv.Reset(seed)
+}
+
+func (e *flakyEnv) Step(a string) (envs.StepResult, error) {
+	if e.calls++; e.bad && e.calls == 2 {
+		switch e.mode {
+		case "panic":
+			panic("the environment broke")
+		case "hang":
+			<-e.hang
+		default:
+			return envs.StepResult{}, errors.New("env server: HTTP 503")
+		}
+	}
+	return e.walkEnv.Step(a)
+}
+
+// TestFlakyEnvironmentsAreRetried: an environment call that panics, hangs
+// or fails is retried on a fresh instance brought to the episode's state
+// (its seed, then its actions), and the episode plays on exactly as on a
+// healthy environment, its retries counted.
+func TestFlakyEnvironmentsAreRetried(t *testing.T) {
+	p := fixedReply("x</think><answer>Right || Right</answer>")
+	healthy, err := newEngine(t, DefaultConfig(), p).Run(context.Background(), []uint64{0, 1, 2}, 2, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"panic", "hang", "error"} {
+		cfg := DefaultConfig()
+		cfg.StepTimeout, cfg.EnvRetryDelay = 100*time.Millisecond, time.Millisecond
+		f, err := envs.NewFactoryYAML("rollout-flaky", []byte("mode: "+mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := New(context.Background(), cfg, p, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Run(context.Background(), []uint64{0, 1, 2}, 2, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		retries := 0
+		for i := range got {
+			retries += got[i].EnvRetries
+			g, w := got[i], healthy[i]
+			g.EnvRetries = 0
+			if !reflect.DeepEqual(g, w) {
+				t.Errorf("%s: trajectory %d differs from the healthy run's:\n%+v\n%+v", mode, i, g, w)
+			}
+		}
+		if retries != 3 { // one failing instance per seed
+			t.Errorf("%s: %d retries, want 3", mode, retries)
+		}
+		if m := Metrics("train", got, 2); m["train/env_retries"] != 3 || m["train/failed"] != 0 {
+			t.Errorf("%s: metrics %v", mode, m)
+		}
 	}
 }
 

@@ -15,7 +15,7 @@ func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float6
 	if len(trajs) == 0 {
 		return m
 	}
-	var success, score, envRet, pen, actions, valid, effective, formatOK, turns, respLen, failed float64
+	var success, score, envRet, pen, actions, valid, effective, formatOK, turns, respLen, failed, retries float64
 	envSums := map[string]float64{}
 	envCounts := map[string]float64{}
 	groupSuccess := map[int]bool{}
@@ -25,6 +25,7 @@ func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float6
 		if tr.Err != "" {
 			failed++
 		}
+		retries += float64(tr.EnvRetries)
 		if tr.Success {
 			success++
 			groupSuccess[tr.Group] = true
@@ -70,6 +71,9 @@ func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float6
 	m[prefix+"/action_is_valid"] = valid / n
 	m[prefix+"/action_is_effective"] = effective / n
 	m[prefix+"/failed"] = failed
+	if retries > 0 {
+		m[prefix+"/env_retries"] = retries // only where there were any
+	}
 	if turns > 0 {
 		m[prefix+"/format_ok"] = formatOK / turns
 		m[prefix+"/response_length"] = respLen / turns

@@ -52,6 +52,9 @@ type Trajectory struct {
 	// end (a policy or environment failure). Such a trajectory holds what
 	// was played before the failure and must not be trained on.
 	Err string
+	// EnvRetries counts the environment calls retried on a fresh instance
+	// (Config.EnvRetries), whether or not they then succeeded.
+	EnvRetries int
 }
 
 // Turn is one model reply and its effect.

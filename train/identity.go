@@ -67,20 +67,22 @@ var identityKeys = []string{
 
 // notIdentity are keys inside identifying sections that do not change
 // what the run computes: where the warm-start cache lives, and the rollout
-// engine's concurrency and timeouts (results do not depend on them).
+// engine's concurrency, timeouts and retries (they decide whether a
+// failing call is given more time or another try, not what it returns).
 var notIdentity = map[string]bool{"warm_start.cache_dir": true, "rollout.concurrency": true,
-	"rollout.sample_timeout": true, "rollout.step_timeout": true}
+	"rollout.sample_timeout": true, "rollout.step_timeout": true, "rollout.env_retries": true, "rollout.env_retry_delay": true}
 
 // Inert reports whether a setting (a dotted key) changes nothing a run
 // computes although its section does: where the warm-start cache lives,
-// and the rollout engine's concurrency and timeouts. A learner that keys a
+// and the rollout engine's concurrency, timeouts and retries. A learner that keys a
 // cache on settings (the warm start) leaves these out.
 func Inert(key string) bool { return notIdentity[key] }
 
 // inactiveAlgoKeys lists the settings of options the preset leaves off
-// (turn-level credit, micro-batch weighting): they change nothing, so they
-// are not part of the identity, and runs recorded before those settings
-// existed still match.
+// (turn-level credit, micro-batch weighting, a policy loss other than PPO,
+// the rollout importance-sampling correction): they change nothing, so
+// they are not part of the identity, and runs recorded before those
+// settings existed still match.
 func inactiveAlgoKeys(p algos.Preset, f algos.FilterConfig) []string {
 	var out []string
 	if f.Strategy != algos.StrategyPercentileRange {
@@ -100,6 +102,13 @@ func inactiveAlgoKeys(p algos.Preset, f algos.FilterConfig) []string {
 	}
 	if !p.MicroBatchWeighting {
 		out = append(out, "algo.micro_batch_weighting")
+	}
+	if p.PolicyLoss == "" || p.PolicyLoss == algos.PolicyLossPPO {
+		out = append(out, "algo.policy_loss")
+	}
+	if !p.RolloutIS {
+		out = append(out, "algo.rollout_is", "algo.rollout_is_level", "algo.rollout_is_mode",
+			"algo.rollout_is_threshold", "algo.rollout_is_threshold_lower", "algo.rollout_is_veto_threshold")
 	}
 	return out
 }

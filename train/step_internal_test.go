@@ -2,11 +2,15 @@ package train
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/policy/policytest"
 	"github.com/agentrl/agentrl/rollout"
@@ -113,5 +117,69 @@ func TestDynamicSamplingRefills(t *testing.T) {
 		if tr := out.Trajectories[i]; tr.Group != 1 || tr.Seed < 5000 {
 			t.Errorf("refill trajectory %d: group %d seed %d", i, tr.Group, tr.Seed)
 		}
+	}
+}
+
+// failingEnv fails every Step on odd seeds, as an environment server that
+// keeps answering 5xx would; even seeds end in one step.
+type failingEnv struct{ seed uint64 }
+
+type failingConfig struct{}
+
+func init() {
+	envs.MustRegister("train-failing", envs.Registration[failingConfig]{
+		Default: func() failingConfig { return failingConfig{} },
+		New:     func(failingConfig) (envs.Env, error) { return &failingEnv{}, nil },
+	})
+}
+
+func (e *failingEnv) Reset(seed uint64) (string, error) { e.seed = seed; return e.Render(), nil }
+func (e *failingEnv) Render() string                    { return fmt.Sprintf("level %d", e.seed) }
+func (e *failingEnv) Instruction() string               { return "Say Go." }
+func (e *failingEnv) Actions() []string                 { return []string{"Go"} }
+func (e *failingEnv) Step(string) (envs.StepResult, error) {
+	if e.seed%2 == 1 {
+		return envs.StepResult{}, errors.New("env server: HTTP 503")
+	}
+	return envs.StepResult{Observation: "done", Reward: 1, Done: true, Info: envs.Info{Success: true, ActionValid: true}}, nil
+}
+
+// TestFailingEnvironmentsDropTheirGroups: an environment call that keeps
+// failing past rollout.env_retries fails its episode; the trainer drops
+// the episode's whole group (never scoring it 0, which would bias the
+// advantages), counts it per step, and the summary counts the run's.
+func TestFailingEnvironmentsDropTheirGroups(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	cfg, err := Parse([]byte("env: {name: train-failing}\nrun: {steps: 2, groups: 4, group_size: 2}\n"+
+		"validation: {every: 0, levels: 4}\ncollapse: {every: 0}\nwarm_start: {enabled: false}\n"+
+		"rollout: {env_retries: 1, env_retry_delay: 1ms}\n"), []string{"run.out=" + out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := New(cfg, scriptedOptions(func(string, uint64) string { return "x</think><answer>Go</answer>" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := ReadMetrics(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		// Half the levels are odd seeds: 2 of 4 groups fail, each episode
+		// after its one retry.
+		if r["rollout/failed_groups"] != 2 || r["train/failed"] != 4 || r["train/env_retries"] != 4 {
+			t.Errorf("step %v: failed groups %v, failed episodes %v, retries %v", r["step"], r["rollout/failed_groups"], r["train/failed"], r["train/env_retries"])
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(out, summaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum Summary
+	if err := json.Unmarshal(raw, &sum); err != nil || sum.FailedGroups != 4 {
+		t.Errorf("summary.json failed_groups %d (%v): want 4", sum.FailedGroups, err)
 	}
 }

@@ -33,12 +33,15 @@ type Summary struct {
 	ValidationSamples int `json:"validation_samples"`
 	// Random, WarmStart, Best and Final are validation success rates (NaN,
 	// written as null, when not measured).
-	Random     Rate   `json:"random"`
-	WarmStart  Rate   `json:"warm_start"`
-	Best       Rate   `json:"best"`
-	Final      Rate   `json:"final"`
-	RunDir     string `json:"run_dir"`
-	Checkpoint string `json:"checkpoint"`
+	Random    Rate `json:"random"`
+	WarmStart Rate `json:"warm_start"`
+	Best      Rate `json:"best"`
+	Final     Rate `json:"final"`
+	// FailedGroups counts the groups the run dropped because an episode
+	// in them failed (a policy or environment error, past its retries).
+	FailedGroups int    `json:"failed_groups"`
+	RunDir       string `json:"run_dir"`
+	Checkpoint   string `json:"checkpoint"`
 }
 
 // Rate is a success rate at a step with its 95% interval.
@@ -79,6 +82,9 @@ func (s *session) summary(wall time.Duration, status string) (Summary, error) {
 		Best: Rate{}, Final: Rate{}, RunDir: s.cfg.Run.Out, Checkpoint: filepath.Join(s.cfg.Run.Out, checkpointsDir, latestCheckpoint)}
 	best, bestStep, final, finalStep := math.NaN(), 0, math.NaN(), 0
 	for _, r := range rows {
+		if f := r["rollout/failed_groups"]; f > 0 {
+			sum.FailedGroups += int(f)
+		}
 		v, ok := r["val-env/success"]
 		if !ok || math.IsNaN(v) {
 			continue
@@ -123,6 +129,9 @@ func (s *session) summarize(wall time.Duration, status string) {
 			{fmt.Sprintf("best (step %d)", sum.Best.Step), sum.Best}, {fmt.Sprintf("final (step %d)", sum.Final.Step), sum.Final}} {
 			fmt.Fprintf(&b, "  %-18s %s\n", r.label, r.rate)
 		}
+	}
+	if sum.FailedGroups > 0 {
+		fmt.Fprintf(&b, "dropped     %d groups with a failed episode (policy or environment errors; rollout/failed_groups)\n", sum.FailedGroups)
 	}
 	fmt.Fprintf(&b, "checkpoint  %s\n", sum.Checkpoint)
 	fmt.Fprintf(&b, "metrics     %s (TensorBoard: %s)\n", filepath.Join(sum.RunDir, metricsFile), filepath.Join(sum.RunDir, eventsDir))
