@@ -12,6 +12,9 @@
 //	reinforcepp.go       REINFORCE++ (global whitening, optional KL-in-reward)
 //	groups.go            Groups, OutcomeRewards, BroadcastToTokens
 //	ppo.go               PPO clipped surrogate, clip-higher, dual-clip, ∂/∂logp
+//	gspo.go              GSPO sequence-level ratio and clip, GSPO-token
+//	cispo.go             CISPO clipped stop-gradient importance weight
+//	policy_loss.go       the policy_loss choice: ppo, gspo, gspo_token, cispo
 //	agg.go               loss aggregation modes as per-token weights
 //	kl.go                k1 / abs / k2 / k3 (low_var_kl) KL, as loss or reward penalty
 //	entropy.go           entropy bonus
@@ -24,7 +27,7 @@
 //	gigpo.go             GiGPO step advantages from anchor-state groups
 //	solver_credit.go     CAST solver cost-to-go credit (asinh, batch RMS)
 //	bilevel_gae.go       RAGEN's bi-level (turn, then token) GAE
-//	preset.go            PPO, DAPO, GRPO, DrGRPO, GiGPO, CAST, BiLevelPPO presets
+//	preset.go            PPO, DAPO, GRPO, DrGRPO, GiGPO, CAST, BiLevelPPO, GSPO, CISPO presets
 //	filter.go            group scores, FilterGroups, metrics
 //	filter_topp.go       SNR-aware top-p (linear and softmax)
 //	filter_topk.go       top-k (StarPO-S), top-k-abs, min-p
@@ -33,6 +36,8 @@
 //	collapse.go          MI / retrieval / entropy collapse metrics, EMA
 //	collapse_sampling.go first-turn and trajectory-uniform pair sampling
 //	mismatch.go          train–inference mismatch: sampler vs learner log-probs
+//	rollout_is.go        its correction: TIS / MIS weights at token, sequence or geometric level, veto
+//	icepop.go            IcePop: token-level masked importance sampling in [0.5, 5]
 //
 // Conventions: token-level data are ragged [][]float64 matrices (row = one
 // sequence) with a [][]bool loss mask of the same shape (true = the token is
@@ -96,4 +101,12 @@
 //	actor/loss (+), actor/pg_loss, actor/pg_clipfrac, actor/pg_clipfrac_lower,
 //	actor/ppo_kl, actor/entropy, actor/kl_loss
 //	critic/vf_loss, critic/vf_clipfrac
+//
+// RolloutISResult.Metrics (also in ActorLossResult.Metrics when rollout_is
+// applied; see rollout_is.go for their definitions):
+//
+//	mismatch/rollout_is_{mean,max,min,std,eff_sample_size}
+//	mismatch/rollout_is_ratio_fraction_high, mismatch/rollout_is_ratio_fraction_low
+//	mismatch/rollout_is_veto_fraction, mismatch/rollout_is_catastrophic_token_fraction
+//	mismatch/rollout_is_masked_fraction, mismatch/rollout_is_seq_masked_fraction   mask mode only
 package algos

@@ -128,3 +128,48 @@ func ExamplePresetCAST() {
 	// turn sequence 3: -0.168
 	// deadlocks 1, progress 0.25 of turns
 }
+
+// Correcting the train–inference mismatch: the sampler (another engine)
+// reported other log-probs than the learner's recompute under the same
+// weights. Truncated importance sampling caps each token's ratio
+// π_old/π_sampler at 2; IcePop drops the tokens outside [0.5, 5].
+func ExampleRolloutISWeights() {
+	learner := [][]float64{{-0.10, -1.20, -0.70}, {-2.30, -0.05}}
+	sampler := [][]float64{{-0.15, -2.60, -0.70}, {-0.90, -0.05}}
+	mask := [][]bool{{true, true, true}, {true, true}}
+	for _, c := range []struct {
+		name string
+		cfg  algos.RolloutCorrection
+	}{{"TIS", algos.TIS(2)}, {"IcePop", algos.IcePop()}} {
+		r, err := algos.RolloutISWeights(c.cfg, learner, sampler, mask)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		m := r.Metrics()
+		fmt.Printf("%-6s weights %.3f\n", c.name, r.Weights)
+		fmt.Printf("       ratio mean %.3f, max %.3f, above threshold %.0f%%\n",
+			m["mismatch/rollout_is_mean"], m["mismatch/rollout_is_max"], 100*m["mismatch/rollout_is_ratio_fraction_high"])
+	}
+
+	// In a preset the weights multiply the policy loss of every token.
+	p := algos.PresetGRPO()
+	p.RolloutIS, p.RolloutISLevel, p.RolloutISMode, p.RolloutISThreshold = true, algos.ISToken, algos.ISTruncate, 2
+	res, err := p.ActorLoss(algos.ActorBatch{
+		LogProb: learner, OldLogProb: learner, SamplerLogProb: sampler,
+		Advantages: [][]float64{{1, 1, 1}, {-1, -1}},
+		Entropy:    [][]float64{{1, 1, 1}, {1, 1}},
+		Mask:       mask,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("dL/dlogp %.3f\n", res.DLogProb)
+	// Output:
+	// TIS    weights [[1.051 2.000 1.000] [0.247 1.000]]
+	//        ratio mean 1.471, max 4.055, above threshold 20%
+	// IcePop weights [[1.051 4.055 1.000] [0.000 1.000]]
+	//        ratio mean 1.471, max 4.055, above threshold 0%
+	// dL/dlogp [[-0.175 -0.333 -0.167] [0.062 0.250]]
+}

@@ -3,16 +3,21 @@ package algos
 import "fmt"
 
 // The learner's objective, as verl's actor and critic assemble it. With w the
-// aggregation weights of the preset's loss_agg_mode (AggWeights):
+// aggregation weights of the preset's loss_agg_mode (AggWeights) and ω the
+// rollout importance weights (rollout_is.go; 1 unless rollout_is is on):
 //
-//	L_actor  = Σ w·ℓ_pg  −  c_H·Σ w·H  +  [use_kl_loss] c_KL·Σ w·kl(logp, logp_ref)
+//	L_actor  = Σ w·ω·ℓ_pg  −  c_H·Σ w·H  +  [use_kl_loss] c_KL·Σ w·kl(logp, logp_ref)
 //	L_critic = Σ w·ℓ_v                                  (ℓ_v already holds the ½)
 //
-// and the per-token gradients the learner back-propagates are
+// ℓ_pg is the preset's policy_loss (policy_loss.go: PPO, GSPO, CISPO), and
+// the per-token gradients the learner back-propagates are
 //
-//	∂L_actor/∂logp_t = w_t·(∂ℓ_pg/∂logp_t + [use_kl_loss] c_KL·∂kl/∂logp_t)
+//	∂L_actor/∂logp_t = ∂(Σ w·ω·ℓ_pg)/∂logp_t + [use_kl_loss] c_KL·w_t·∂kl/∂logp_t
 //	∂L_actor/∂H_t    = −c_H·w_t
 //	∂L_critic/∂v_t   = w_t·∂ℓ_v/∂v_t
+//
+// where the first term is w_t·ω_t·∂ℓ_pg,t/∂logp_t for the token-local
+// losses (PPO, CISPO, GSPO-token) and spreads over the sequence for GSPO.
 
 // ActorBatch is the per-token input of the policy loss; all matrices share
 // Mask's ragged shape.
@@ -23,6 +28,11 @@ type ActorBatch struct {
 	Advantages [][]float64
 	Entropy    [][]float64 // per-token entropy of π_θ; read only when EntropyCoeff ≠ 0 (may be nil otherwise)
 	Mask       [][]bool    // true = token is trained (assistant token)
+	// SamplerLogProb are the log-probs the sampler reported (π_sampler)
+	// when OldLogProb is the learner's recompute; read only when
+	// rollout_is is on. Nil means no correction (every weight 1): without
+	// a recompute OldLogProb is the sampler's, and the ratio is 1.
+	SamplerLogProb [][]float64
 }
 
 // ActorLossResult is the policy objective and its per-token gradients.
@@ -37,11 +47,16 @@ type ActorLossResult struct {
 	PPOKL           float64
 	Entropy         float64 // Σ w·H (0 when not computed)
 	KLLoss          float64 // Σ w·kl (0 when the KL loss is off)
+
+	// RolloutIS holds the importance weights and their statistics when
+	// rollout_is is on and the batch has SamplerLogProb (nil otherwise).
+	RolloutIS *RolloutISResult
 }
 
-// Metrics returns verl's actor metric names.
+// Metrics returns verl's actor metric names, and the rollout importance
+// weights' mismatch/rollout_is_* when they were applied.
 func (r ActorLossResult) Metrics() map[string]float64 {
-	return map[string]float64{
+	m := map[string]float64{
 		"actor/loss":              r.Loss,
 		"actor/pg_loss":           r.PGLoss,
 		"actor/pg_clipfrac":       r.PGClipFrac,
@@ -50,6 +65,12 @@ func (r ActorLossResult) Metrics() map[string]float64 {
 		"actor/entropy":           r.Entropy,
 		"actor/kl_loss":           r.KLLoss,
 	}
+	if r.RolloutIS != nil {
+		for k, v := range r.RolloutIS.Metrics() {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // aggWeights are the loss weights of the mini-batch mask: the mode's, or
@@ -87,7 +108,7 @@ func (p Preset) ActorLoss(b ActorBatch) (ActorLossResult, error) {
 // RAGEN-2's gradient analysis compares their norms across reward-variance
 // buckets. A term that is off is all zeros.
 type ActorGradParts struct {
-	Task    [][]float64 // w·∂ℓ_pg/∂logp
+	Task    [][]float64 // ∂(Σ w·ω·ℓ_pg)/∂logp
 	KL      [][]float64 // [use_kl_loss] c_KL·w·∂kl/∂logp
 	Entropy [][]float64 // −c_H·w, the gradient with respect to the entropies
 }
@@ -109,22 +130,34 @@ func (p Preset) actorTerms(b ActorBatch) (ActorLossResult, ActorGradParts, error
 	if err != nil {
 		return ActorLossResult{}, parts, err
 	}
-	pg, err := PPOLoss(p.Clip(), b.LogProb, b.OldLogProb, b.Advantages, b.Mask)
+	// The policy term's weights: w, times ω when the correction applies.
+	wPG := w
+	var is *RolloutISResult
+	if p.RolloutIS && b.SamplerLogProb != nil {
+		res, err := RolloutISWeights(p.Correction(), b.OldLogProb, b.SamplerLogProb, b.Mask)
+		if err != nil {
+			return ActorLossResult{}, parts, fmt.Errorf("rollout_is: %w", err)
+		}
+		is = &res
+		wPG = zerosLike(b.Mask)
+		for i := range w {
+			for t := range w[i] {
+				wPG[i][t] = w[i][t] * res.Weights[i][t]
+			}
+		}
+	}
+	pg, err := p.policyTerm(b, wPG)
 	if err != nil {
 		return ActorLossResult{}, parts, err
 	}
-	parts = ActorGradParts{Task: zerosLike(b.Mask), KL: zerosLike(b.Mask), Entropy: zerosLike(b.Mask)}
+	parts = ActorGradParts{Task: pg.DLoss, KL: zerosLike(b.Mask), Entropy: zerosLike(b.Mask)}
 	r := ActorLossResult{
 		PGClipFrac:      pg.ClipFrac,
 		PGClipFracLower: pg.ClipFracLower,
 		PPOKL:           pg.ApproxKL,
+		RolloutIS:       is,
 	}
-	r.PGLoss, _ = Aggregate(pg.Loss, w)
-	for i := range w {
-		for t := range w[i] {
-			parts.Task[i][t] = w[i][t] * pg.DLogp[i][t]
-		}
-	}
+	r.PGLoss, _ = Aggregate(pg.Loss, wPG)
 	r.Loss = r.PGLoss
 	if p.EntropyCoeff != 0 {
 		if err := checkTokens("entropy", b.Entropy, b.Mask); err != nil {

@@ -27,6 +27,11 @@ import (
 //	GiGPO       GRPO + GiGPO step advantage from anchor states, ω = 1, γ = 0.95
 //	CAST        GRPO + solver cost-to-go credit, α = 0.1, asinh
 //	BiLevelPPO  PPO with RAGEN's bi-level GAE, high_level_gamma 0.95
+//
+// Policy-loss presets (policy_loss.go), GRPO with another surrogate:
+//
+//	GSPO   sequence-level ratio and clip, ε = 3e-4/4e-4, seq-mean-token-mean
+//	CISPO  clipped stop-gradient IS weight, no lower clip, ε_high = 0.2, token-mean
 
 // AdvantageEstimator names an advantage estimator (verl's adv_estimator).
 type AdvantageEstimator string
@@ -81,6 +86,25 @@ type Preset struct {
 	// (bilevel_gae.go) with HighLevelGamma (γ_h) between turns.
 	BiLevelGAE     bool    `json:"bi_level_gae" yaml:"bi_level_gae"`
 	HighLevelGamma float64 `json:"high_level_gamma" yaml:"high_level_gamma"`
+
+	// PolicyLoss is the policy-gradient term (policy_loss.go): ppo (the
+	// default; "" reads as ppo), gspo, gspo_token or cispo, all on
+	// ClipLow/ClipHigh.
+	PolicyLoss PolicyLoss `json:"policy_loss" yaml:"policy_loss"`
+
+	// RolloutIS turns on the rollout importance-sampling correction of the
+	// train–inference mismatch (rollout_is.go, verl's rollout_is_*): the
+	// policy loss of every token is weighted by its π_old/π_sampler ratio
+	// at RolloutISLevel (token, sequence, geometric), bounded by
+	// RolloutISMode (truncate: TIS; mask: MIS, IcePop) with the thresholds,
+	// and vetoed below RolloutISVetoThreshold (0: no veto). It needs
+	// ActorBatch.SamplerLogProb; without them the weights are 1.
+	RolloutIS               bool    `json:"rollout_is" yaml:"rollout_is"`
+	RolloutISLevel          ISLevel `json:"rollout_is_level" yaml:"rollout_is_level"`
+	RolloutISMode           ISMode  `json:"rollout_is_mode" yaml:"rollout_is_mode"`
+	RolloutISThreshold      float64 `json:"rollout_is_threshold" yaml:"rollout_is_threshold"`             // upper bound U
+	RolloutISThresholdLower float64 `json:"rollout_is_threshold_lower" yaml:"rollout_is_threshold_lower"` // lower bound L; 0 = 1/U
+	RolloutISVetoThreshold  float64 `json:"rollout_is_veto_threshold" yaml:"rollout_is_veto_threshold"`
 }
 
 // basePreset holds the settings every main-table preset shares.
@@ -95,6 +119,10 @@ func basePreset() Preset {
 		Credit:         CreditNone, StepWeight: 1, StepGamma: 0.95,
 		SolverAlpha: 0.1, SolverTransform: SolverAsinh,
 		HighLevelGamma: 0.95,
+		PolicyLoss:     PolicyLossPPO,
+		// verl's defaults, in effect once rollout_is is turned on.
+		RolloutISLevel: ISToken, RolloutISMode: ISTruncate,
+		RolloutISThreshold: 2, RolloutISVetoThreshold: 1e-4,
 	}
 }
 
@@ -153,10 +181,36 @@ func PresetBiLevelPPO() Preset {
 	return p
 }
 
-// PresetNames lists the names NewPreset accepts.
+// PresetGSPO is GRPO with GSPO's sequence-level ratio and clipping
+// (gspo.go) at the paper's ε_low/ε_high = 3e-4/4e-4, seq-mean-token-mean
+// (the paper's mean over sequences).
+func PresetGSPO() Preset {
+	p := PresetGRPO()
+	p.Name, p.PolicyLoss = "GSPO", PolicyLossGSPO
+	p.ClipLow, p.ClipHigh = 3e-4, 4e-4
+	return p
+}
+
+// PresetCISPO is GRPO with CISPO's clipped, stop-gradient importance
+// weight (cispo.go): no lower clip (ε_low = 1), ε_high = 0.2 (verl's
+// example; the MiniMax-M1 report does not state its value), token-mean as
+// the report's 1/Σ|o_i|.
+func PresetCISPO() Preset {
+	p := PresetGRPO()
+	p.Name, p.PolicyLoss, p.LossAgg = "CISPO", PolicyLossCISPO, TokenMean
+	p.ClipLow, p.ClipHigh = 1, 0.2
+	return p
+}
+
+// PresetNames lists the presets on RAGEN-2's shared clip, entropy and KL
+// defaults (basePreset); NewPreset also accepts PolicyLossPresetNames.
 func PresetNames() []string {
 	return []string{"PPO", "DAPO", "GRPO", "DrGRPO", "GiGPO", "CAST", "BiLevelPPO"}
 }
+
+// PolicyLossPresetNames lists the presets that change the policy loss,
+// and with it the clipping range: GSPO and CISPO.
+func PolicyLossPresetNames() []string { return []string{"GSPO", "CISPO"} }
 
 // NewPreset returns a named preset (case-insensitive; "dr_grpo" and
 // "dr-grpo" are accepted for DrGRPO).
@@ -176,8 +230,12 @@ func NewPreset(name string) (Preset, error) {
 		return PresetCAST(), nil
 	case "bilevelppo":
 		return PresetBiLevelPPO(), nil
+	case "gspo":
+		return PresetGSPO(), nil
+	case "cispo":
+		return PresetCISPO(), nil
 	}
-	return Preset{}, fmt.Errorf("algos: unknown preset %q (want one of %v)", name, PresetNames())
+	return Preset{}, fmt.Errorf("algos: unknown preset %q (want one of %v)", name, append(PresetNames(), PolicyLossPresetNames()...))
 }
 
 // Clip returns the PPO clipping parameters.
@@ -201,7 +259,7 @@ func (p Preset) Validate() error {
 	default:
 		return fmt.Errorf("algos: unknown adv_estimator %q", string(p.Estimator))
 	}
-	if err := p.Clip().Validate(); err != nil {
+	if err := p.validatePolicyLoss(); err != nil {
 		return err
 	}
 	if _, err := ParseLossAggMode(string(p.LossAgg)); err != nil {
@@ -228,5 +286,33 @@ func (p Preset) Validate() error {
 			return err
 		}
 	}
+	if p.RolloutIS {
+		if err := p.Correction().Validate(); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// validatePolicyLoss checks policy_loss and the clipping range it reads:
+// CISPO allows clip_ratio_low ≥ 1 (no lower clip); clip_ratio_c, used by
+// ppo alone, is checked whatever the loss.
+func (p Preset) validatePolicyLoss() error {
+	loss, err := ParsePolicyLoss(string(p.PolicyLoss))
+	if err != nil {
+		return err
+	}
+	if loss != PolicyLossCISPO {
+		return p.Clip().Validate()
+	}
+	if err := (CISPO{ClipLow: p.ClipLow, ClipHigh: p.ClipHigh}).Validate(); err != nil {
+		return err
+	}
+	return PPOClip{ClipRatioC: p.ClipRatioC}.Validate()
+}
+
+// Correction returns the rollout importance-sampling settings.
+func (p Preset) Correction() RolloutCorrection {
+	return RolloutCorrection{Level: p.RolloutISLevel, Mode: p.RolloutISMode, Threshold: p.RolloutISThreshold,
+		ThresholdLower: p.RolloutISThresholdLower, VetoThreshold: p.RolloutISVetoThreshold}
 }
