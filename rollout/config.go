@@ -31,6 +31,12 @@ type Config struct {
 	SampleTimeout time.Duration `yaml:"sample_timeout"`
 	// StepTimeout bounds one environment Reset or Step.
 	StepTimeout time.Duration `yaml:"step_timeout"`
+	// Staleness k lets a trainer sample ahead of its learner: the
+	// rollouts of step t sample exactly the weights after step t−1−k, so
+	// that sampling the next steps overlaps the current update, and a run
+	// stays as deterministic as with k = 0 (the rollout engine itself does
+	// not read it; package train does).
+	Staleness int `yaml:"staleness"`
 	// EnvRetries is how many times an environment call that fails (an
 	// error, a panic, or StepTimeout overrun) is retried, each time on a
 	// fresh instance brought to the episode's state (Reset with its seed,
@@ -71,6 +77,10 @@ const (
 	PromptRAGEN   = "ragen"
 	PromptCompact = "compact"
 )
+
+// MaxStaleness bounds Config.Staleness: every version a step may still
+// sample is kept, and a checkpoint holds the rollouts sampled ahead.
+const MaxStaleness = 8
 
 // DefaultConfig returns RAGEN's rollout settings, with a per-turn token
 // budget suited to the embedded policy.
@@ -116,6 +126,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sample_timeout: must be positive, got %v", c.SampleTimeout)
 	case c.StepTimeout <= 0:
 		return fmt.Errorf("step_timeout: must be positive, got %v", c.StepTimeout)
+	case c.Staleness < 0 || c.Staleness > MaxStaleness:
+		return fmt.Errorf("staleness: must be between 0 and %d, got %d", MaxStaleness, c.Staleness)
 	case c.EnvRetries < 0 || c.EnvRetries > 100:
 		return fmt.Errorf("env_retries: must be between 0 and 100, got %d", c.EnvRetries)
 	case c.EnvRetryDelay < 0:

@@ -114,6 +114,16 @@ func (ep *episode) prompt(window int) []int {
 	return out
 }
 
+// WithPolicy returns an engine that plays as e does with p instead of e's
+// policy: p must share the policy's tokenizer, chat template and context
+// (another version of the same model, such as a snapshot of a learner's
+// weights or another adapter on the same server).
+func (e *Engine) WithPolicy(p policy.Policy) *Engine {
+	c := *e
+	c.policy = p
+	return &c
+}
+
 // Run plays len(seeds) groups of k samples each; group g uses environment
 // seed seeds[g] and sampling seeds derived from samplingSeed, g, the sample
 // index and the turn, so a call is reproducible. Trajectories come back in

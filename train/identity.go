@@ -143,6 +143,10 @@ func (t *Trainer) identity() (runIdentity, error) {
 		// Off, runs recorded before the setting existed still match.
 		delete(flat, "algo.recompute_old_log_prob")
 	}
+	if c.Rollout.Staleness == 0 {
+		// Sampling in line, as runs recorded before the setting did.
+		delete(flat, "rollout.staleness")
+	}
 	if flat["warm_start.env_config"] == "" {
 		// Unset, it changes nothing, and runs recorded before it existed
 		// still match.

@@ -85,6 +85,15 @@ type GradientAnalyzer interface {
 	GradientNorms(ctx context.Context, seqs *Sequences) (GradNorms, error)
 }
 
+// Snapshotter is implemented by learners whose current weights can be
+// frozen into a policy of their own, which later updates leave alone: a
+// copy of an in-process model, or a Tinker server's saved sampler weights.
+// With rollout.staleness k ≥ 1 the loop samples from such snapshots while
+// the learner trains (snapshotSampler).
+type Snapshotter interface {
+	Snapshot(ctx context.Context) (policy.Policy, error)
+}
+
 // ArithmeticReporter is implemented by learners whose updates are exact
 // on this build: ArithmeticID names the build's rounding (for the native
 // kernels, native.ArithmeticID). Every checkpoint records it, and resuming

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/agentrl/agentrl/policy"
 )
@@ -81,3 +82,74 @@ func (s ownSampler) Policy() policy.Policy            { return s.l.Policy() }
 func (ownSampler) Publish(context.Context, int) error { return nil }
 func (ownSampler) Describe() string                   { return "the policy" }
 func (ownSampler) Close() error                       { return nil }
+
+// VersionedSampler keeps several versions of the weights sampleable at
+// once: with rollout.staleness k, the rollouts of step t sample version
+// t−1−k while the learner trains version t. Publish(v) adds version v
+// (Policy then samples it); PolicyAt returns any version published and
+// not yet retired.
+type VersionedSampler interface {
+	Sampler
+	// PolicyAt samples with version v.
+	PolicyAt(v int) (policy.Policy, error)
+	// Retire frees version v: no rollout samples it again.
+	Retire(v int)
+}
+
+// snapshotSampler samples from snapshots of the learner's weights
+// (Snapshotter), one per version: the sampler of a run whose rollouts run
+// ahead of its in-process learner.
+type snapshotSampler struct {
+	l        Snapshotter
+	mu       sync.Mutex
+	versions map[int]policy.Policy
+	last     int
+}
+
+// newSnapshotSampler snapshots l's current weights as version v.
+func newSnapshotSampler(ctx context.Context, l Learner, v int) (*snapshotSampler, error) {
+	sn, ok := l.(Snapshotter)
+	if !ok {
+		return nil, fmt.Errorf("rollout.staleness: the learner (%s) cannot snapshot its weights (train.Snapshotter), which sampling ahead of it needs; set rollout.staleness to 0", l.Model().Kind)
+	}
+	s := &snapshotSampler{l: sn, versions: map[int]policy.Policy{}}
+	return s, s.Publish(ctx, v)
+}
+
+func (s *snapshotSampler) Policy() policy.Policy {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.versions[s.last]
+}
+
+func (s *snapshotSampler) Publish(ctx context.Context, v int) error {
+	p, err := s.l.Snapshot(ctx)
+	if err != nil {
+		return fmt.Errorf("snapshot of version %d: %w", v, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.versions[v], s.last = p, v
+	return nil
+}
+
+func (s *snapshotSampler) PolicyAt(v int) (policy.Policy, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.versions[v]
+	if !ok {
+		return nil, fmt.Errorf("version %d of the weights is not held (held: %v)", v, slices.Sorted(maps.Keys(s.versions)))
+	}
+	return p, nil
+}
+
+func (s *snapshotSampler) Retire(v int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if v != s.last {
+		delete(s.versions, v)
+	}
+}
+
+func (s *snapshotSampler) Describe() string { return "the policy" }
+func (s *snapshotSampler) Close() error     { return nil }

@@ -120,7 +120,10 @@ type captured struct {
 func runCaptured(t *testing.T, cfg train.Config, ls *loopbackServer) (captured, error) {
 	t.Helper()
 	c := captured{trajs: map[string][]rollout.Trajectory{}, adapters: map[int][]string{}}
+	var mu sync.Mutex // with rollout.staleness, training rollouts are sampled on another goroutine
 	*train.HookTrajectories = func(label string, step int, trajs []rollout.Trajectory) {
+		mu.Lock()
+		defer mu.Unlock()
 		c.trajs[fmt.Sprintf("%s %d", label, step)] = slices.Clone(trajs)
 	}
 	*train.HookRecorded = func(step int) {
@@ -635,5 +638,57 @@ func TestServedRunInterrupted(t *testing.T) {
 	calls := ls.takeCalls()
 	if len(calls) != 4 || !strings.HasPrefix(calls[3], "unload ") || !strings.HasSuffix(calls[3], "-v1") || len(ls.srv.Adapters()) != 0 {
 		t.Errorf("calls %q, adapters left %q; want v0 and v1 loaded and both unloaded", calls, ls.srv.Adapters())
+	}
+}
+
+// TestServedStaleness: with rollout.staleness 1 the server holds the
+// versions still to be sampled (each step samples the adapter of the step
+// before the one it follows) and unloads each once no step will sample
+// it; the run equals the same run sampled in process, metric for metric.
+func TestServedStaleness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	src, err := hftest.Write(filepath.Join(t.TempDir(), "qwen2-tiny"), hftest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "served")
+	ls := startHFServer(t, src.Path, filepath.Join(out, "adapters"))
+	served, err := runCaptured(t, traintest.TinyConfig(t, out, 4, servedSets(src.Path, "server.url="+ls.ts.URL, "rollout.staleness=1")...), ls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inProc := filepath.Join(dir, "inproc")
+	if _, err := runCaptured(t, traintest.TinyConfig(t, inProc, 4, servedSets(src.Path, "algo.recompute_old_log_prob=true", "rollout.staleness=1")...), nil); err != nil {
+		t.Fatal(err)
+	}
+	for step, held := range served.adapters {
+		if len(held) > 2 {
+			t.Errorf("after step %d the server holds %d adapters %q, want at most 2 (k+1)", step, len(held), held)
+		}
+	}
+	if got := ls.srv.Adapters(); len(got) != 0 {
+		t.Errorf("after the run the server holds %q", got)
+	}
+	a, err := train.ReadMetrics(inProc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := train.ReadMetrics(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != 5 || len(b) != 5 {
+		t.Fatalf("metrics rows: %d in process, %d served", len(a), len(b))
+	}
+	for i := range a {
+		if !traintest.SameMetrics(a[i], b[i]) {
+			t.Errorf("step %v differs:\nin process %v\nserved     %v", a[i]["step"], a[i], b[i])
+		}
+		if i >= 2 && b[i]["rollout/policy_version"] != float64(i-2) {
+			t.Errorf("step %d sampled version %v, want %d", i, b[i]["rollout/policy_version"], i-2)
+		}
 	}
 }

@@ -1,9 +1,13 @@
 package train
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"math"
 	"os"
@@ -16,8 +20,52 @@ import (
 )
 
 // stateFile is the trainer's state inside a checkpoint, beside the
-// learner's files.
-const stateFile = "trainer_state.json"
+// learner's files; pendingFile the steps sampled ahead of it
+// (rollout.staleness ≥ 1), which the weights of the checkpoint's step
+// cannot sample again.
+const (
+	stateFile   = "trainer_state.json"
+	pendingFile = "pending.gob"
+)
+
+// encodePending is the pendingFile of steps sampled ahead.
+func encodePending(steps []collected) ([]byte, error) {
+	out := make([]pendingStep, len(steps))
+	for i, c := range steps {
+		out[i] = pendingStep{Step: c.step, Version: c.version, Trajectories: c.batch.Trajectories, Groups: c.batch.Groups,
+			Sampled: c.sampled, NextSeed: c.nextSeed, Metrics: c.m}
+	}
+	var b bytes.Buffer
+	if err := gob.NewEncoder(&b).Encode(out); err != nil {
+		return nil, fmt.Errorf("the steps sampled ahead: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// loadPending reads the steps a checkpoint at step had sampled ahead;
+// none when it has no pendingFile.
+func loadPending(dir string, step int) ([]collected, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, pendingFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var steps []pendingStep
+	if err := gob.NewDecoder(bytes.NewReader(raw)).Decode(&steps); err != nil {
+		return nil, fmt.Errorf("%s: %w", pendingFile, err)
+	}
+	out := make([]collected, len(steps))
+	for i, p := range steps {
+		if p.Step != step+1+i {
+			return nil, fmt.Errorf("%s: holds step %d where step %d belongs", pendingFile, p.Step, step+1+i)
+		}
+		out[i] = collected{step: p.Step, version: p.Version, batch: Batch{Trajectories: p.Trajectories, Groups: p.Groups},
+			sampled: p.Sampled, nextSeed: p.NextSeed, m: p.Metrics}
+	}
+	return out, nil
+}
 
 // State is what a checkpoint adds to the learner's state to resume a run
 // exactly where it stopped: counters and measured baselines, never
@@ -132,6 +180,16 @@ func (s *session) checkpoint(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var pending []byte
+	if s.ahead != nil {
+		steps, err := s.ahead.pending(ctx, s.state.Step)
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		if pending, err = encodePending(steps); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+	}
 	dir := filepath.Join(s.cfg.Run.Out, checkpointsDir, latestCheckpoint)
 	err = atomicdir.Write(dir, func(tmp string) error {
 		if err := s.learner.Save(ctx, tmp); err != nil {
@@ -139,6 +197,11 @@ func (s *session) checkpoint(ctx context.Context) error {
 		}
 		if err := atomicdir.WriteFile(filepath.Join(tmp, stateFile), state, 0o644); err != nil {
 			return err
+		}
+		if pending != nil {
+			if err := atomicdir.WriteFile(filepath.Join(tmp, pendingFile), pending, 0o644); err != nil {
+				return err
+			}
 		}
 		return atomicdir.WriteFile(filepath.Join(tmp, identityFile), id, 0o644)
 	})

@@ -151,10 +151,25 @@ func (s *session) observe(ctx context.Context) (observation, error) {
 	o := observation{next: s.state.clone(), m: metrics{}}
 	o.next.Step++
 	step, next, m := o.next.Step, &o.next, o.m
-	col, err := s.collect(ctx, step, next.NextTrainSeed, m)
+	var col collected
+	var err error
+	if s.ahead == nil {
+		col, err = s.collect(ctx, step, next.NextTrainSeed)
+	} else {
+		col, err = s.ahead.take(ctx, step)
+		if err == nil && s.collapseDue(step) {
+			// Read now, with the weights after step−1, as in line.
+			var cr collapseReading
+			if cr, err = readCollapse(ctx, s.learner.Policy(), col.sampled, s.cfg.Collapse, s.seed(step, streamCollapse, 0)); err != nil {
+				err = fmt.Errorf("collapse metrics: %w", err)
+			}
+			col.collapse = &cr
+		}
+	}
 	if err != nil {
 		return o, err
 	}
+	m.add(col.m)
 	o.batch = col.batch
 	next.NextTrainSeed = col.nextSeed
 	if col.collapse != nil {
@@ -219,6 +234,9 @@ func (s *session) learn(ctx context.Context, o *observation) error {
 			return err
 		}
 		m["timing_s/publish"] = s.now().Sub(t).Seconds()
+		if s.ahead != nil {
+			s.ahead.publishedVersion(step)
+		}
 	}
 	if c.Run.TranscriptsEvery > 0 && step%c.Run.TranscriptsEvery == 0 {
 		return s.rec.transcripts(step, "train", o.batch.Trajectories, 4)
@@ -252,52 +270,91 @@ func (s *session) commit(ctx context.Context, next State, m metrics, stepStart t
 	return nil
 }
 
-// collected is what a step's sampling observed.
+// collected is what the sampling of one step observed.
 type collected struct {
+	// step is the step sampled, version the weights' version that
+	// sampled it.
+	step, version int
 	// batch is the step's groups (refilled, with dynamic sampling).
 	batch Batch
 	// sampled are the trajectories of the step's first rollout call.
 	sampled []rollout.Trajectory
 	// nextSeed is the training seed after the levels taken.
 	nextSeed uint64
-	// collapse holds the step's collapse readings, nil off schedule.
+	// m are the sampling's metrics.
+	m metrics
+	// collapse holds the collapse reading of a step sampled in line
+	// (rollout.staleness 0), taken right after its first rollout call;
+	// nil off schedule, and when sampled ahead (observe reads it then).
 	collapse *collapseReading
 }
 
-// collect samples the step's groups from the training levels at seed
-// upward, computes the collapse readings on them, and with dynamic
-// sampling refills the batch.
-func (s *session) collect(ctx context.Context, step int, seed uint64, m metrics) (collected, error) {
+// version is the version of the weights step samples: the weights after
+// step−1−k completed steps (rollout.staleness k).
+func (s *session) version(step int) int {
+	return max(0, step-1-s.cfg.Rollout.Staleness)
+}
+
+// collapseDue reports whether step reads the collapse metrics.
+func (s *session) collapseDue(step int) bool {
+	e := s.cfg.Collapse.Every
+	return e > 0 && (step == 1 || step%e == 0)
+}
+
+// collect samples the step's groups in line, from the training levels at
+// seed upward, reads the collapse metrics on them, and with dynamic
+// sampling refills the batch (rollout.staleness 0).
+func (s *session) collect(ctx context.Context, step int, seed uint64) (collected, error) {
+	return s.sample(ctx, s.engine, step, s.state.Step, seed, func(trajs []rollout.Trajectory) (*collapseReading, error) {
+		if !s.collapseDue(step) {
+			return nil, nil
+		}
+		cr, err := readCollapse(ctx, s.learner.Policy(), trajs, s.cfg.Collapse, s.seed(step, streamCollapse, 0))
+		if err != nil {
+			return nil, fmt.Errorf("collapse metrics: %w", err)
+		}
+		return &cr, nil
+	})
+}
+
+// sample plays step's groups with eng, whose policy holds version of the
+// weights: the training levels from seed upward, then with dynamic
+// sampling the refills. afterFirst, when set, reads the first rollout
+// call's trajectories before any refill.
+func (s *session) sample(ctx context.Context, eng *rollout.Engine, step, version int, seed uint64,
+	afterFirst func([]rollout.Trajectory) (*collapseReading, error)) (collected, error) {
 	c := s.cfg
+	out := collected{step: step, version: version, m: metrics{}}
 	t0 := s.now()
 	seeds, next, err := s.nextSeeds(seed, c.Run.Groups)
 	if err != nil {
-		return collected{}, err
+		return out, err
 	}
-	trajs, err := s.engine.Run(ctx, seeds, c.Run.GroupSize, s.seed(step, streamRollout, 0))
+	trajs, err := eng.Run(ctx, seeds, c.Run.GroupSize, s.seed(step, streamRollout, 0))
 	if err != nil {
-		return collected{}, err
+		return out, err
 	}
-	if err := s.sampled(trajs); err != nil {
-		return collected{}, err
+	if err := s.sampled(trajs, version); err != nil {
+		return out, err
 	}
 	if testHookTrajectories != nil {
 		testHookTrajectories("train", step, trajs)
 	}
-	m["timing_s/rollout"] = s.now().Sub(t0).Seconds()
-	m["rollout/policy_version"] = float64(s.state.Step)
-	m.add(rollout.Metrics("train", trajs, c.Run.GroupSize))
-	out := collected{batch: newBatch(trajs), sampled: trajs, nextSeed: next}
-	if c.Collapse.Every > 0 && (step == 1 || step%c.Collapse.Every == 0) {
-		cr, err := readCollapse(ctx, s.learner.Policy(), trajs, c.Collapse, s.seed(step, streamCollapse, 0))
-		if err != nil {
-			return collected{}, fmt.Errorf("collapse metrics: %w", err)
+	out.m["timing_s/rollout"] = s.now().Sub(t0).Seconds()
+	out.m["rollout/policy_version"] = float64(version)
+	if c.Rollout.Staleness > 0 {
+		out.m["rollout/staleness"] = float64(step - 1 - version)
+	}
+	out.m.add(rollout.Metrics("train", trajs, c.Run.GroupSize))
+	out.batch, out.sampled, out.nextSeed = newBatch(trajs), trajs, next
+	if afterFirst != nil {
+		if out.collapse, err = afterFirst(trajs); err != nil {
+			return out, err
 		}
-		out.collapse = &cr
 	}
 	if c.Filter.DynamicSampling {
-		if out.batch, out.nextSeed, err = s.dynamicSampling(ctx, step, out.batch, out.nextSeed, m); err != nil {
-			return collected{}, err
+		if out.batch, out.nextSeed, err = s.dynamicSampling(ctx, eng, step, version, out.batch, out.nextSeed, out.m); err != nil {
+			return out, err
 		}
 	}
 	return out, nil
@@ -340,7 +397,7 @@ func (s *session) filter(b Batch, m metrics) (Batch, algos.FilterResult, error) 
 // samples all scored the same and samples fresh groups (new levels) to
 // refill the batch to run.groups, for at most filter.max_sample_rounds
 // rounds.
-func (s *session) dynamicSampling(ctx context.Context, step int, b Batch, next uint64, m metrics) (Batch, uint64, error) {
+func (s *session) dynamicSampling(ctx context.Context, eng *rollout.Engine, step, version int, b Batch, next uint64, m metrics) (Batch, uint64, error) {
 	c := s.cfg
 	var out Batch
 	dropped, rounds := 0, 0
@@ -365,11 +422,11 @@ func (s *session) dynamicSampling(ctx context.Context, step int, b Batch, next u
 			return Batch{}, 0, err
 		}
 		next = n
-		trajs, err := s.engine.Run(ctx, seeds, c.Run.GroupSize, s.seed(step, streamRefill, rounds))
+		trajs, err := eng.Run(ctx, seeds, c.Run.GroupSize, s.seed(step, streamRefill, rounds))
 		if err != nil {
 			return Batch{}, 0, err
 		}
-		if err := s.sampled(trajs); err != nil {
+		if err := s.sampled(trajs, version); err != nil {
 			return Batch{}, 0, err
 		}
 		b = newBatch(trajs)
@@ -491,11 +548,19 @@ func (s *session) gradientAnalysis(ctx context.Context, b Batch, m metrics) erro
 // the weights of the run's current step.
 func (s *session) validate(ctx context.Context) (map[string]float64, error) {
 	t0 := s.now()
-	trajs, err := s.valEng.Run(ctx, s.valSeeds, s.cfg.Validation.Samples, s.seed(s.state.Step, streamValidation, 0))
+	eng := s.valEng
+	if vs, ok := s.sampler.(VersionedSampler); ok && s.ahead != nil {
+		p, err := vs.PolicyAt(s.state.Step)
+		if err != nil {
+			return nil, err
+		}
+		eng = eng.WithPolicy(p)
+	}
+	trajs, err := eng.Run(ctx, s.valSeeds, s.cfg.Validation.Samples, s.seed(s.state.Step, streamValidation, 0))
 	if err != nil {
 		return nil, err
 	}
-	if err := s.sampled(trajs); err != nil {
+	if err := s.sampled(trajs, s.state.Step); err != nil {
 		return nil, err
 	}
 	if testHookTrajectories != nil {
@@ -538,13 +603,13 @@ func (s *session) seed(step int, st stream, round int) uint64 {
 }
 
 // sampled records on trajectories just played the version of the weights
-// that sampled them: the number of completed steps (the sampler always
-// holds the weights of the run's current step). A call in which every
-// episode failed is an error: the policy or its server is broken, and the
-// run stops with its last checkpoint rather than train on nothing.
-func (s *session) sampled(trajs []rollout.Trajectory) error {
+// that sampled them (the number of steps completed before it). A call in
+// which every episode failed is an error: the policy or its server is
+// broken, and the run stops with its last checkpoint rather than train on
+// nothing.
+func (s *session) sampled(trajs []rollout.Trajectory, version int) error {
 	for i := range trajs {
-		trajs[i].PolicyVersion = s.state.Step
+		trajs[i].PolicyVersion = version
 	}
 	if len(trajs) == 0 || slices.ContainsFunc(trajs, func(tr rollout.Trajectory) bool { return tr.Err == "" }) {
 		return nil

@@ -97,7 +97,7 @@ func TestDynamicSamplingRefills(t *testing.T) {
 		}
 	}
 	m := metrics{}
-	out, next, err := s.dynamicSampling(context.Background(), 1, newBatch(trajs), 5000, m)
+	out, next, err := s.dynamicSampling(context.Background(), s.engine, 1, 0, newBatch(trajs), 5000, m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/agentrl/agentrl/algos"
 )
 
 // TinkerLocal is tinker.url's value for an offline Tinker server that the
@@ -127,6 +129,10 @@ func (a AlgoConfig) tinkerPPOMatches() error {
 		return errors.New("algo.use_kl_loss adds a KL term the server's ppo does not compute")
 	case a.EntropyCoeff != 0:
 		return fmt.Errorf("algo.entropy_coeff %v adds an entropy bonus the server's ppo does not compute", a.EntropyCoeff)
+	case a.PolicyLoss != "" && a.PolicyLoss != algos.PolicyLossPPO:
+		return fmt.Errorf("algo.policy_loss %s is not the server's ppo", a.PolicyLoss)
+	case a.RolloutIS:
+		return errors.New("algo.rollout_is weights the loss per token, which the server's ppo does not")
 	}
 	return nil
 }

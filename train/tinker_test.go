@@ -149,3 +149,41 @@ func TestTinkerServerMissing(t *testing.T) {
 		t.Fatalf("Run = %v, want an error naming tinker.url", err)
 	}
 }
+
+// TestTinkerStaleness: with rollout.staleness 1 the rollouts sample the
+// server's saved sampler weights of the step before, while the server
+// trains; two runs are the same run.
+func TestTinkerStaleness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains a small model")
+	}
+	dir := t.TempDir()
+	run := func(name string) []map[string]float64 {
+		out := filepath.Join(dir, name)
+		tr, err := train.New(traintest.TinyConfig(t, out, 3, "tinker.url=local", "rollout.staleness=1",
+			"warm_start.cache_dir="+filepath.Join(dir, "cache")), traintest.QuietOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := train.ReadMetrics(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	a, b := run("a"), run("b")
+	if len(a) != 4 || len(b) != 4 {
+		t.Fatalf("%d and %d metrics rows", len(a), len(b))
+	}
+	for i := range a {
+		if !traintest.SameMetrics(a[i], b[i]) {
+			t.Errorf("step %v differs:\n%v\n%v", a[i]["step"], a[i], b[i])
+		}
+	}
+	if v := a[3]["rollout/policy_version"]; v != 1 {
+		t.Errorf("step 3 sampled version %v, want 1", v)
+	}
+}

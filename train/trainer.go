@@ -170,7 +170,12 @@ type session struct {
 	// state is what the last completed step left (or the checkpoint
 	// resumed); a step works on a copy (step.go).
 	state State
-	sched native.Schedule
+	// ahead samples the next steps while one learns (rollout.staleness
+	// ≥ 1); nil samples each step in line. pending are the steps a resumed
+	// checkpoint had sampled ahead.
+	ahead   *ahead
+	pending []collected
+	sched   native.Schedule
 	// warmStartTime is the time the run spent building the warm start
 	// (0 when it came from the cache), in this session or, resumed, the
 	// first one.
@@ -289,6 +294,12 @@ func (s *session) startingPoint(resumeFrom string) error {
 	if s.state, err = s.loadState(resumeFrom); err != nil {
 		return fmt.Errorf("resume from %s: %w", resumeFrom, err)
 	}
+	if s.pending, err = loadPending(resumeFrom, s.state.Step); err != nil {
+		return fmt.Errorf("resume from %s: %w", resumeFrom, err)
+	}
+	if len(s.pending) > 0 && s.cfg.Rollout.Staleness == 0 {
+		return fmt.Errorf("resume from %s: the checkpoint holds rollouts sampled ahead (rollout.staleness ≥ 1), which this run cannot take", resumeFrom)
+	}
 	if s.state.ElapsedS == 0 && s.state.Step > 0 {
 		s.legacyElapsed(&s.state)
 	}
@@ -328,10 +339,17 @@ func (s *session) openLearner(ctx context.Context, resumeFrom string) error {
 func (s *session) openEngines(ctx context.Context, resumeFrom string) error {
 	c := s.cfg
 	var err error
-	if s.samplerReg == nil {
+	switch {
+	case s.samplerReg != nil:
+		if s.sampler, err = s.samplerReg.New(ctx, s.start(resumeFrom), s.learner, s.state.Step); err != nil {
+			return err
+		}
+	case c.Rollout.Staleness > 0:
+		if s.sampler, err = newSnapshotSampler(ctx, s.learner, s.state.Step); err != nil {
+			return err
+		}
+	default:
 		s.sampler = ownSampler{s.learner}
-	} else if s.sampler, err = s.samplerReg.New(ctx, s.start(resumeFrom), s.learner, s.state.Step); err != nil {
-		return err
 	}
 	model := s.learner.Model()
 	s.identity.Model = &model
@@ -356,8 +374,17 @@ func (s *session) openEngines(ctx context.Context, resumeFrom string) error {
 	if s.valEng, err = rollout.New(ctx, valCfg, pol, s.valFactory); err != nil {
 		return err
 	}
+	if c.Rollout.Staleness > 0 {
+		vs, ok := s.sampler.(VersionedSampler)
+		if !ok {
+			return fmt.Errorf("rollout.staleness %d: %s cannot keep earlier versions of the weights sampleable (train.VersionedSampler); set rollout.staleness to 0",
+				c.Rollout.Staleness, s.sampler.Describe())
+		}
+		s.ahead = startAhead(s, vs, s.pending)
+		s.pending = nil
+	}
 	s.log.Info("model", "kind", model.Kind, "params", model.Params, "max_context", pol.Info().MaxContext,
-		"run_dir", c.Run.Out, "resumed_at_step", s.state.Step)
+		"run_dir", c.Run.Out, "resumed_at_step", s.state.Step, "staleness", c.Rollout.Staleness)
 	return nil
 }
 
@@ -409,6 +436,10 @@ func (t *Trainer) writeRunFiles(id runIdentity) error {
 }
 
 func (s *session) close() {
+	if s.ahead != nil {
+		s.ahead.stop()
+		s.ahead = nil
+	}
 	if s.sampler != nil {
 		if err := s.sampler.Close(); err != nil {
 			s.log.Warn("closing the sampler", "err", err)

@@ -195,7 +195,7 @@ func (c *Client) connect(ctx context.Context) error {
 	if c.maxContext <= 0 {
 		// Older servers leave max_model_len out of /v1/models; /tokenize
 		// has it.
-		_, n, err := c.tokenizeText(ctx, "")
+		_, n, err := c.tokenizeText(ctx, c.Model(), "")
 		if err != nil {
 			return err
 		}
@@ -300,4 +300,54 @@ func (c *Client) forEach(ctx context.Context, n int, fn func(i int)) {
 		})
 	}
 	wg.Wait()
+}
+
+// Pinned is a Client whose requests all name one model, whatever
+// SetModel says: one of several LoRA adapters loaded at once, such as
+// the versions of a learner's weights a trainer samples while it trains.
+// It shares the Client's connections, retries and limits.
+type Pinned struct {
+	c     *Client
+	model string
+}
+
+var _ policy.Policy = (*Pinned)(nil)
+
+// Pin returns the client with requests naming model.
+func (c *Client) Pin(model string) *Pinned { return &Pinned{c: c, model: model} }
+
+// Model returns the model the requests name.
+func (p *Pinned) Model() string { return p.model }
+
+// Info implements policy.Policy: the client's, named for the model.
+func (p *Pinned) Info() policy.Info {
+	i := p.c.Info()
+	i.Name = p.model
+	return i
+}
+
+// RenderChat implements policy.Policy.
+func (p *Pinned) RenderChat(ctx context.Context, messages []policy.Message, addGenerationPrompt bool) ([]int, error) {
+	return p.c.renderChat(ctx, p.model, messages, addGenerationPrompt)
+}
+
+// Encode implements policy.Policy.
+func (p *Pinned) Encode(ctx context.Context, text string) ([]int, error) {
+	ids, _, err := p.c.tokenizeText(ctx, p.model, text)
+	return ids, err
+}
+
+// Decode implements policy.Policy.
+func (p *Pinned) Decode(ctx context.Context, ids []int) (string, error) {
+	return p.c.decodeIDs(ctx, p.model, ids)
+}
+
+// Sample implements policy.Policy.
+func (p *Pinned) Sample(ctx context.Context, reqs []policy.Request) ([]policy.Sample, error) {
+	return p.c.sample(ctx, p.model, reqs)
+}
+
+// Score implements policy.Policy.
+func (p *Pinned) Score(ctx context.Context, reqs []policy.ScoreRequest) ([][]float64, error) {
+	return p.c.score(ctx, p.model, reqs)
 }

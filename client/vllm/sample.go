@@ -25,10 +25,13 @@ func logProb(v float64) float64 {
 // retries, has its Sample.Err set; the error result is ctx's when it ends
 // first.
 func (c *Client) Sample(ctx context.Context, reqs []policy.Request) ([]policy.Sample, error) {
+	return c.sample(ctx, c.Model(), reqs)
+}
+
+func (c *Client) sample(ctx context.Context, model string, reqs []policy.Request) ([]policy.Sample, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	model := c.Model()
 	out := make([]policy.Sample, len(reqs))
 	c.forEach(ctx, len(reqs), func(i int) {
 		s, err := c.sampleOne(ctx, model, reqs[i])

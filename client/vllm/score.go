@@ -16,6 +16,10 @@ import (
 // concurrently. Any failure fails the call. A sequence must leave room for
 // the one generated token: len(Prompt)+len(Continuation) < MaxContext.
 func (c *Client) Score(ctx context.Context, reqs []policy.ScoreRequest) ([][]float64, error) {
+	return c.score(ctx, c.Model(), reqs)
+}
+
+func (c *Client) score(ctx context.Context, model string, reqs []policy.ScoreRequest) ([][]float64, error) {
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -41,7 +45,6 @@ func (c *Client) Score(ctx context.Context, reqs []policy.ScoreRequest) ([][]flo
 		mu       sync.Mutex
 		firstErr error
 	)
-	model := c.Model()
 	c.forEach(ctx, len(batches), func(b int) {
 		err := c.scoreBatch(ctx, model, reqs, batches[b], out)
 		if err != nil {

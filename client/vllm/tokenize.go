@@ -13,11 +13,15 @@ import (
 // RenderChat implements policy.Policy with the server's chat template
 // (POST /tokenize, chat form).
 func (c *Client) RenderChat(ctx context.Context, messages []policy.Message, addGenerationPrompt bool) ([]int, error) {
+	return c.renderChat(ctx, c.Model(), messages, addGenerationPrompt)
+}
+
+func (c *Client) renderChat(ctx context.Context, model string, messages []policy.Message, addGenerationPrompt bool) ([]int, error) {
 	if messages == nil {
 		messages = []policy.Message{}
 	}
 	data, err := c.post(ctx, nil, "/tokenize", tokenizeChatRequest{
-		Model:               c.Model(),
+		Model:               model,
 		Messages:            messages,
 		AddGenerationPrompt: addGenerationPrompt,
 	})
@@ -31,12 +35,12 @@ func (c *Client) RenderChat(ctx context.Context, messages []policy.Message, addG
 // Encode implements policy.Policy (POST /tokenize, text form, without
 // special tokens).
 func (c *Client) Encode(ctx context.Context, text string) ([]int, error) {
-	ids, _, err := c.tokenizeText(ctx, text)
+	ids, _, err := c.tokenizeText(ctx, c.Model(), text)
 	return ids, err
 }
 
-func (c *Client) tokenizeText(ctx context.Context, text string) ([]int, int, error) {
-	data, err := c.post(ctx, nil, "/tokenize", tokenizeTextRequest{Model: c.Model(), Prompt: text})
+func (c *Client) tokenizeText(ctx context.Context, model, text string) ([]int, int, error) {
+	data, err := c.post(ctx, nil, "/tokenize", tokenizeTextRequest{Model: model, Prompt: text})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -60,10 +64,14 @@ func parseTokenize(data []byte) ([]int, int, error) {
 // Decode implements policy.Policy (POST /detokenize). Special tokens are
 // kept.
 func (c *Client) Decode(ctx context.Context, ids []int) (string, error) {
+	return c.decodeIDs(ctx, c.Model(), ids)
+}
+
+func (c *Client) decodeIDs(ctx context.Context, model string, ids []int) (string, error) {
 	if ids == nil {
 		ids = []int{}
 	}
-	data, err := c.post(ctx, nil, "/detokenize", detokenizeRequest{Model: c.Model(), Tokens: ids})
+	data, err := c.post(ctx, nil, "/detokenize", detokenizeRequest{Model: model, Tokens: ids})
 	if err != nil {
 		return "", err
 	}

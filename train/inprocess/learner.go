@@ -142,6 +142,7 @@ var (
 	_ train.AdapterSaver       = (*nativeLearner)(nil)
 	_ train.GradientAnalyzer   = (*nativeLearner)(nil)
 	_ train.ArithmeticReporter = (*nativeLearner)(nil)
+	_ train.Snapshotter        = (*nativeLearner)(nil)
 )
 
 // newLearner starts a learner from the starting model s (warm-started,
@@ -324,6 +325,18 @@ func (l *nativeLearner) tokenizerBytes() ([]byte, error) {
 // Policy implements train.Learner: the actor, in process.
 func (l *nativeLearner) Policy() policy.Policy { return l.pol }
 
+// Snapshot implements train.Snapshotter: the actor's current weights
+// copied into a policy of their own, with the actor's text side.
+func (l *nativeLearner) Snapshot(context.Context) (policy.Policy, error) {
+	m := l.pol.Lock()
+	c := m.Clone()
+	l.pol.Unlock()
+	if l.hf != nil {
+		return local.NewHF(l.pol.Info().Name, c, l.hf)
+	}
+	return local.New(l.pol.Info().Name, c, l.tok)
+}
+
 // ArithmeticID implements train.ArithmeticReporter: native.ArithmeticID,
 // or empty if its probe failed.
 func (l *nativeLearner) ArithmeticID() string {
@@ -476,7 +489,7 @@ func (l *nativeLearner) GradientNorms(ctx context.Context, seqs *train.Sequences
 		logp = append(logp, native.Float64s(o.LogProb)...)
 		entropy = append(entropy, native.Float64s(o.Entropy)...)
 	}
-	parts, err := l.algo.ActorGradParts(algos.ActorBatch{LogProb: logp, OldLogProb: seqs.OldLogProb, RefLogProb: seqs.RefLogProb,
+	parts, err := l.algo.ActorGradParts(algos.ActorBatch{LogProb: logp, OldLogProb: seqs.OldLogProb, SamplerLogProb: seqs.SamplerLogProb, RefLogProb: seqs.RefLogProb,
 		Advantages: seqs.Advantages, Entropy: entropy, Mask: seqs.Mask})
 	if err != nil {
 		return train.GradNorms{}, err
@@ -540,7 +553,7 @@ func (l *nativeLearner) actorLoss(mb *train.Sequences) lossFunc {
 		if !algos.FiniteRows(logp, mb.Mask) || !algos.FiniteRows(entropy, mb.Mask) {
 			return native.OutputGrads{}, 0, nil, errNonFinite
 		}
-		r, err := l.algo.ActorLoss(algos.ActorBatch{LogProb: logp, OldLogProb: mb.OldLogProb, RefLogProb: mb.RefLogProb,
+		r, err := l.algo.ActorLoss(algos.ActorBatch{LogProb: logp, OldLogProb: mb.OldLogProb, SamplerLogProb: mb.SamplerLogProb, RefLogProb: mb.RefLogProb,
 			Advantages: mb.Advantages, Entropy: entropy, Mask: mb.Mask})
 		if err != nil {
 			return native.OutputGrads{}, 0, nil, fmt.Errorf("actor loss: %w", err)

@@ -121,9 +121,10 @@ func (w warmStarter) key(demos []rollout.Trajectory) (string, error) {
 			return "", err
 		}
 	}
-	// The warm start trains every weight; adapters come after it.
+	// The warm start trains every weight (adapters come after it), from
+	// the expert's demonstrations (neither sampled nor scheduled).
 	for k := range flat {
-		if strings.HasPrefix(k, "model.lora.") || strings.HasPrefix(k, "rollout.sampling") ||
+		if strings.HasPrefix(k, "model.lora.") || strings.HasPrefix(k, "rollout.sampling") || k == "rollout.staleness" ||
 			strings.HasPrefix(k, "warm_start.env_config") { // merged into env.config above
 			delete(flat, k)
 		}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"os"
 	"path"
@@ -72,14 +73,22 @@ type sampler struct {
 	remote func(name string) string
 	keep   bool
 	prefix string
+	// versioned keeps earlier versions loaded until retired (the run
+	// samples ahead: rollout.staleness ≥ 1); otherwise publishing a
+	// version unloads the one before.
+	versioned bool
 
-	// mu guards current, the adapter served now, and currentDir its
-	// directory.
-	mu                  sync.Mutex
-	current, currentDir string
+	// mu guards held, the adapters loaded by version, and current, the
+	// newest.
+	mu      sync.Mutex
+	held    map[int]adapter
+	current int
 	// where is the server's URL as configured.
 	where string
 }
+
+// adapter is a version of the weights as the server holds it.
+type adapter struct{ name, dir string }
 
 // New is the served sampler's factory (a train.SamplerFactory). It
 // connects to the server, checks that it serves the model the learner
@@ -160,6 +169,7 @@ func New(ctx context.Context, start *train.Start, l train.Learner, version int) 
 	var id [3]byte
 	rand.Read(id[:])
 	sp := &sampler{client: client, saver: saver, log: log, dir: dir, remote: remote, keep: sc.KeepAdapters, where: where,
+		versioned: cfg.Rollout.Staleness > 0, held: map[int]adapter{}, current: -1,
 		prefix: adapterName(filepath.Base(filepath.Clean(cfg.Run.Out))) + "-" + hex.EncodeToString(id[:])}
 	if err := sp.Publish(ctx, version); err != nil {
 		return nil, err
@@ -178,9 +188,9 @@ func New(ctx context.Context, start *train.Start, l train.Learner, version int) 
 	if sc.ProbeTolerance >= 0 && !(diff <= sc.ProbeTolerance) {
 		return nil, fmt.Errorf("server %s: model %q with adapter %s scores a probe %.3g nats per token away from the learner's model.init (%s) on average (%d tokens; server.probe_tolerance is %g): it serves another model with the same tokenizer "+
 			"(or computes far less precisely than expected: then raise server.probe_tolerance, or set it negative to skip the check)",
-			where, client.BaseModel(), sp.current, diff, cfg.Model.Init, n, sc.ProbeTolerance)
+			where, client.BaseModel(), client.Model(), diff, cfg.Model.Init, n, sc.ProbeTolerance)
 	}
-	log.Info("sampling on a server", "url", where, "model", client.BaseModel(), "adapter", sp.current,
+	log.Info("sampling on a server", "url", where, "model", client.BaseModel(), "adapter", client.Model(),
 		"max_model_len", served, "max_context", li.MaxContext, "probe_mean_abs_logprob_diff", diff, "adapter_dir", dir)
 	return sp, nil
 }
@@ -280,29 +290,71 @@ func probeScores(ctx context.Context, served, mine policy.Policy) (float64, int,
 }
 
 // Policy implements train.Sampler: the served policy, sampling with the
-// current adapter.
-func (sp *sampler) Policy() policy.Policy { return restoring{sp.client, sp} }
+// newest adapter.
+func (sp *sampler) Policy() policy.Policy {
+	return restoring{sp.client, sp, func() (adapter, bool) {
+		sp.mu.Lock()
+		defer sp.mu.Unlock()
+		a, ok := sp.held[sp.current]
+		return a, ok
+	}}
+}
+
+// PolicyAt implements train.VersionedSampler: the served policy pinned to
+// version v's adapter.
+func (sp *sampler) PolicyAt(v int) (policy.Policy, error) {
+	sp.mu.Lock()
+	a, ok := sp.held[v]
+	sp.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("server %s: version %d of the weights is not loaded", sp.where, v)
+	}
+	return restoring{sp.client.Pin(a.name), sp, func() (adapter, bool) { return a, true }}, nil
+}
+
+// Retire implements train.VersionedSampler: version v is unloaded and its
+// directory removed (unless server.keep_adapters), unless it is the
+// newest.
+func (sp *sampler) Retire(v int) {
+	sp.mu.Lock()
+	a, ok := sp.held[v]
+	ok = ok && v != sp.current
+	if ok {
+		delete(sp.held, v)
+	}
+	sp.mu.Unlock()
+	if ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		sp.retire(ctx, a.name, a.dir)
+		cancel()
+	}
+}
 
 // restoring is the served policy as rollouts use it. The client waits out
 // a server's outage (server.outage); a server that comes back has lost its
-// adapters, and a call that names the current one gets "does not exist":
-// restoring loads the adapter again and redoes the call (in Sample, only
-// the requests that failed so), with the same seeds, so the step samples
-// what it would have sampled without the outage.
+// adapters, and a call that names one gets "does not exist": restoring
+// loads the adapter again and redoes the call (in Sample, only the
+// requests that failed so), with the same seeds, so the step samples what
+// it would have sampled without the outage.
 type restoring struct {
-	*vllm.Client
+	policy.Policy
 	sp *sampler
+	// adapter is the adapter the calls name.
+	adapter func() (adapter, bool)
 }
 
 // maxRestores bounds the reloads of one call.
 const maxRestores = 3
 
-// restore loads the current adapter again on every server that lost it.
+// restore loads the adapter again on every server that lost it.
 func (p restoring) restore(ctx context.Context, what string) error {
-	name, _ := p.sp.served()
-	p.sp.log.Warn("the server lost the adapter (restarted?): loading it again and redoing the call", "adapter", name, "call", what)
-	if err := p.Client.EnsureLoRA(ctx, name, p.sp.remote(name)); err != nil {
-		return fmt.Errorf("reloading adapter %s: %w", name, err)
+	a, ok := p.adapter()
+	if !ok {
+		return errors.New("no adapter is loaded")
+	}
+	p.sp.log.Warn("the server lost the adapter (restarted?): loading it again and redoing the call", "adapter", a.name, "call", what)
+	if err := p.sp.client.EnsureLoRA(ctx, a.name, p.sp.remote(a.name)); err != nil {
+		return fmt.Errorf("reloading adapter %s: %w", a.name, err)
 	}
 	return nil
 }
@@ -321,28 +373,28 @@ func retry[T any](ctx context.Context, p restoring, what string, call func() (T,
 
 // RenderChat implements policy.Policy.
 func (p restoring) RenderChat(ctx context.Context, msgs []policy.Message, gen bool) ([]int, error) {
-	return retry(ctx, p, "render", func() ([]int, error) { return p.Client.RenderChat(ctx, msgs, gen) })
+	return retry(ctx, p, "render", func() ([]int, error) { return p.Policy.RenderChat(ctx, msgs, gen) })
 }
 
 // Encode implements policy.Policy.
 func (p restoring) Encode(ctx context.Context, text string) ([]int, error) {
-	return retry(ctx, p, "encode", func() ([]int, error) { return p.Client.Encode(ctx, text) })
+	return retry(ctx, p, "encode", func() ([]int, error) { return p.Policy.Encode(ctx, text) })
 }
 
 // Decode implements policy.Policy.
 func (p restoring) Decode(ctx context.Context, ids []int) (string, error) {
-	return retry(ctx, p, "decode", func() (string, error) { return p.Client.Decode(ctx, ids) })
+	return retry(ctx, p, "decode", func() (string, error) { return p.Policy.Decode(ctx, ids) })
 }
 
 // Score implements policy.Policy.
 func (p restoring) Score(ctx context.Context, reqs []policy.ScoreRequest) ([][]float64, error) {
-	return retry(ctx, p, "score", func() ([][]float64, error) { return p.Client.Score(ctx, reqs) })
+	return retry(ctx, p, "score", func() ([][]float64, error) { return p.Policy.Score(ctx, reqs) })
 }
 
 // Sample implements policy.Policy: a request that failed for the missing
 // adapter is redone alone, the others keep their samples.
 func (p restoring) Sample(ctx context.Context, reqs []policy.Request) ([]policy.Sample, error) {
-	out, err := p.Client.Sample(ctx, reqs)
+	out, err := p.Policy.Sample(ctx, reqs)
 	for try := 0; err == nil && try < maxRestores; try++ {
 		var missing []int
 		for i, s := range out {
@@ -361,7 +413,7 @@ func (p restoring) Sample(ctx context.Context, reqs []policy.Request) ([]policy.
 		for j, i := range missing {
 			redo[j] = reqs[i]
 		}
-		again, rerr := p.Client.Sample(ctx, redo)
+		again, rerr := p.Policy.Sample(ctx, redo)
 		if rerr != nil {
 			return nil, rerr
 		}
@@ -370,13 +422,6 @@ func (p restoring) Sample(ctx context.Context, reqs []policy.Request) ([]policy.
 		}
 	}
 	return out, err
-}
-
-// served returns the adapter served now and its directory.
-func (sp *sampler) served() (name, dir string) {
-	sp.mu.Lock()
-	defer sp.mu.Unlock()
-	return sp.current, sp.currentDir
 }
 
 // Describe implements train.Sampler.
@@ -402,11 +447,16 @@ func (sp *sampler) Publish(ctx context.Context, version int) error {
 	}
 	sp.client.SetModel(name)
 	sp.mu.Lock()
-	prev, prevDir := sp.current, sp.currentDir
-	sp.current, sp.currentDir = name, dir
+	prev, hadPrev := sp.held[sp.current]
+	prevVersion := sp.current
+	sp.held[version], sp.current = adapter{name, dir}, version
+	retirePrev := hadPrev && !sp.versioned && prevVersion != version
+	if retirePrev {
+		delete(sp.held, prevVersion)
+	}
 	sp.mu.Unlock()
-	if prev != "" {
-		sp.retire(ctx, prev, prevDir)
+	if retirePrev {
+		sp.retire(ctx, prev.name, prev.dir)
 	}
 	return nil
 }
@@ -425,17 +475,20 @@ func (sp *sampler) retire(ctx context.Context, name, dir string) {
 	}
 }
 
-// Close implements train.Sampler: it unloads the adapter served last,
+// Close implements train.Sampler: it unloads the adapters it holds,
 // within a short time of its own (the run may be ending because the
 // server went away), and closes the client.
 func (sp *sampler) Close() error {
-	if name, dir := sp.served(); name != "" {
+	sp.mu.Lock()
+	held := sp.held
+	sp.held, sp.current = map[int]adapter{}, -1
+	sp.mu.Unlock()
+	if len(held) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		sp.retire(ctx, name, dir)
+		for _, v := range slices.Sorted(maps.Keys(held)) {
+			sp.retire(ctx, held[v].name, held[v].dir)
+		}
 		cancel()
-		sp.mu.Lock()
-		sp.current, sp.currentDir = "", ""
-		sp.mu.Unlock()
 	}
 	return sp.client.Close()
 }

@@ -135,6 +135,7 @@ var (
 	_ train.Learner            = (*tinkerLearner)(nil)
 	_ train.RemoteWeights      = (*tinkerLearner)(nil)
 	_ train.ArithmeticReporter = (*tinkerLearner)(nil)
+	_ train.Snapshotter        = (*tinkerLearner)(nil)
 )
 
 // tinkerAdam is the in-process learner's AdamW (native.NewAdamW in
@@ -353,6 +354,16 @@ func (l *tinkerLearner) publish(ctx context.Context) error {
 // Policy implements train.Learner: the server's sampler on the latest
 // weights.
 func (l *tinkerLearner) Policy() policy.Policy { return l.sampler }
+
+// Snapshot implements train.Snapshotter: a sampler of the server's
+// sampler weights saved after the last Update, which later updates leave
+// where they are.
+func (l *tinkerLearner) Snapshot(context.Context) (policy.Policy, error) {
+	if l.rec.SamplerPath == "" {
+		return nil, errors.New("tinker: no sampler weights saved yet")
+	}
+	return tinker.NewSampler(l.client, l.local, tinker.SamplerTarget{ModelPath: l.rec.SamplerPath}), nil
+}
 
 // WeightsNote implements train.RemoteWeights.
 func (l *tinkerLearner) WeightsNote(dir string) string {
@@ -576,7 +587,7 @@ func (l *tinkerLearner) step(ctx context.Context, mb *train.Sequences, lr float6
 				}
 			}
 		}
-		r, err := l.algo.ActorLoss(algos.ActorBatch{LogProb: logp, OldLogProb: mb.OldLogProb, RefLogProb: mb.RefLogProb,
+		r, err := l.algo.ActorLoss(algos.ActorBatch{LogProb: logp, OldLogProb: mb.OldLogProb, SamplerLogProb: mb.SamplerLogProb, RefLogProb: mb.RefLogProb,
 			Advantages: mb.Advantages, Entropy: entropy, Mask: mb.Mask})
 		if err != nil {
 			return nil, false, fmt.Errorf("actor loss: %w", err)
