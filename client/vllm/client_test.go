@@ -12,7 +12,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/agentrl/agentrl/client/vllm"
 	"github.com/agentrl/agentrl/policy"
@@ -349,8 +351,28 @@ func (p *infPolicy) Score(ctx context.Context, reqs []policy.ScoreRequest) ([][]
 
 func TestRequestsSpreadOverServers(t *testing.T) {
 	p := scripted()
-	ts1, s1 := fake(t, p, nil)
-	ts2, s2 := fake(t, p, nil)
+	// Every completion is held until all 20 have arrived (or a second
+	// passed), so each request is routed while the earlier ones are in
+	// flight, whatever the machine's load: the split shows the balancer,
+	// not the scheduler.
+	var arrived atomic.Int32
+	all := make(chan struct{})
+	hold := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/completions" {
+				if arrived.Add(1) == 20 {
+					close(all)
+				}
+				select {
+				case <-all:
+				case <-time.After(time.Second):
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	ts1, s1 := fake(t, p, hold)
+	ts2, s2 := fake(t, p, hold)
 	c := connect(t, quiet(ts1.URL, ts2.URL))
 	reqs := requests(t, p, 20, policy.Sampling{Temperature: 1, MaxTokens: 16})
 	got, err := c.Sample(context.Background(), reqs)
@@ -362,7 +384,7 @@ func TestRequestsSpreadOverServers(t *testing.T) {
 		t.Fatal("samples differ")
 	}
 	n1, n2 := s1.Count("/v1/completions"), s2.Count("/v1/completions")
-	if n1+n2 != 20 || n1 < 5 || n2 < 5 {
+	if n1+n2 != 20 || n1 < 9 || n2 < 9 {
 		t.Fatalf("requests split %d / %d", n1, n2)
 	}
 }
