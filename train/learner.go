@@ -94,6 +94,17 @@ type Snapshotter interface {
 	Snapshot(ctx context.Context) (policy.Policy, error)
 }
 
+// Recoverer is implemented by learners whose state lives on a server that
+// may restart (a Tinker server). After a step failed, the loop calls
+// Recover, which waits for the server (within the learner's own outage
+// budget) and reports whether the server has lost the learner's state;
+// the run then resumes from its last checkpoint in the same process, and
+// redoes the steps after it with the same seeds. err says why the server
+// could not be asked.
+type Recoverer interface {
+	Recover(ctx context.Context) (lost bool, err error)
+}
+
 // ArithmeticReporter is implemented by learners whose updates are exact
 // on this build: ArithmeticID names the build's rounding (for the native
 // kernels, native.ArithmeticID). Every checkpoint records it, and resuming

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/agentrl/agentrl/algos"
 )
@@ -56,6 +57,11 @@ type TinkerConfig struct {
 	// FutureTimeoutS bounds the wait for one server result, in seconds
 	// (default 1800).
 	FutureTimeoutS float64 `yaml:"future_timeout_s"`
+	// Outage is how long, after a step failed, the run waits for a server
+	// that stopped answering; a server that comes back without the run's
+	// model (it restarted) has the run resume from its last checkpoint in
+	// the same process (default 15m).
+	Outage time.Duration `yaml:"outage"`
 }
 
 // Enabled reports whether the learner runs on a Tinker server.
@@ -66,7 +72,7 @@ func (c TinkerConfig) Local() bool { return strings.TrimSpace(c.URL) == TinkerLo
 
 // defaultTinker is the tinker section's defaults.
 func defaultTinker() TinkerConfig {
-	return TinkerConfig{Loss: TinkerLossLinearised, ProbeTolerance: 1e-3, FutureTimeoutS: 1800}
+	return TinkerConfig{Loss: TinkerLossLinearised, ProbeTolerance: 1e-3, FutureTimeoutS: 1800, Outage: 15 * time.Minute}
 }
 
 // validateTinker checks the tinker section and what it needs of the others.
@@ -101,6 +107,9 @@ func (c *Config) validateTinker() []error {
 		if err := c.Algo.tinkerPPOMatches(); err != nil {
 			errs = append(errs, fmt.Errorf("tinker.loss: ppo: %w; use %s", err, TinkerLossLinearised))
 		}
+	}
+	if t.Outage < 0 {
+		errs = append(errs, fmt.Errorf("tinker.outage: must be >= 0, got %v", t.Outage))
 	}
 	if t.FutureTimeoutS <= 0 {
 		errs = append(errs, fmt.Errorf("tinker.future_timeout_s: must be positive, got %v", t.FutureTimeoutS))

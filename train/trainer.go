@@ -192,13 +192,32 @@ var ErrStopped = errors.New("training stopped early")
 
 // Run trains until run.steps, a stopping rule, or ctx ends. An interrupt
 // takes effect between steps: the run saves a checkpoint of the last
-// completed step and returns ctx.Err(). It ends with a summary on the
-// console and in run.out/summary.json.
+// completed step and returns ctx.Err(). A step that fails because the
+// learner's server lost its state (Recoverer) resumes the run from its
+// last checkpoint, in this process, up to maxResumes times. The run ends
+// with a summary on the console and in run.out/summary.json.
 func (t *Trainer) Run(ctx context.Context) error {
+	for resumes := 0; ; resumes++ {
+		resume, err := t.runSession(ctx, resumes < maxResumes)
+		if !resume {
+			return err
+		}
+		t.log.Warn("the learner's server lost the run's state: resuming from the last checkpoint", "error", err, "resume", resumes+1, "of", maxResumes)
+	}
+}
+
+// maxResumes bounds the resumes of one Run after a server lost the
+// learner's state.
+const maxResumes = 3
+
+// runSession opens the run (resuming from the run directory's checkpoint
+// if there is one) and trains; resume reports that it failed for a server
+// that lost the learner's state and may be resumed again (when allowed).
+func (t *Trainer) runSession(ctx context.Context, mayResume bool) (resume bool, err error) {
 	start := t.now()
 	s, err := t.open(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	s.started = start
 	defer s.close()
@@ -208,27 +227,34 @@ func (t *Trainer) Run(ctx context.Context) error {
 			// A step that failed after its update began left weights
 			// that are no step's: the last checkpoint stays.
 			t.log.Warn("interrupted inside a failed step: not saved; the same command resumes from the last checkpoint", "error", err)
-			return errors.Join(ctx.Err(), err)
+			return false, errors.Join(ctx.Err(), err)
 		}
 		if serr := s.checkpoint(context.WithoutCancel(ctx)); serr != nil {
-			return errors.Join(ctx.Err(), serr)
+			return false, errors.Join(ctx.Err(), serr)
 		}
 		t.log.Info("interrupted: checkpoint saved; run the same command again to resume", "step", s.state.Step, "dir", t.cfg.Run.Out)
 		s.summarize(s.elapsed(), "interrupted")
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	if err != nil && !errors.Is(err, ErrStopped) {
-		return err
+		if r, ok := s.learner.(Recoverer); ok && mayResume {
+			if lost, rerr := r.Recover(ctx); lost {
+				return true, err
+			} else if rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+		return false, err
 	}
 	if serr := s.checkpoint(ctx); serr != nil {
-		return serr
+		return false, serr
 	}
 	reason := "finished"
 	if err != nil {
 		reason = "stopped early: " + s.state.Stopped
 	}
 	s.summarize(s.elapsed(), reason)
-	return err
+	return false, err
 }
 
 // open prepares a session: the run's identity is checked against the run

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,6 +130,9 @@ type tinkerLearner struct {
 	// offline says there is one.
 	stop    func()
 	offline bool
+	// url is the server's, outage how long Recover waits for it.
+	url    string
+	outage time.Duration
 }
 
 var (
@@ -136,6 +140,7 @@ var (
 	_ train.RemoteWeights      = (*tinkerLearner)(nil)
 	_ train.ArithmeticReporter = (*tinkerLearner)(nil)
 	_ train.Snapshotter        = (*tinkerLearner)(nil)
+	_ train.Recoverer          = (*tinkerLearner)(nil)
 )
 
 // tinkerAdam is the in-process learner's AdamW (native.NewAdamW in
@@ -285,6 +290,7 @@ func open(ctx context.Context, cfg train.Config, start *local.Policy, tokenizerB
 	}
 	sum := sha256.Sum256(tokenizerBytes)
 	l := &tinkerLearner{algo: cfg.Algo, loss: cfg.Tinker.Loss, log: log, client: c, local: start, stop: stop, offline: cfg.Tinker.Local(),
+		url: cfg.Tinker.URL, outage: cfg.Tinker.Outage,
 		tokenizerSHA: hex.EncodeToString(sum[:]), rec: tinkerRecord{BaseModel: base, LoRA: tinkerLoRA(cfg)}}
 	if cfg.NeedsReference() {
 		l.ref = tinker.NewSampler(c, start, tinker.SamplerTarget{BaseModel: base})
@@ -363,6 +369,38 @@ func (l *tinkerLearner) Snapshot(context.Context) (policy.Policy, error) {
 		return nil, errors.New("tinker: no sampler weights saved yet")
 	}
 	return tinker.NewSampler(l.client, l.local, tinker.SamplerTarget{ModelPath: l.rec.SamplerPath}), nil
+}
+
+// Recover implements train.Recoverer: it asks the server about the model,
+// waiting out an outage (tinker.outage), and reports whether the server
+// lost it (a restart: the run resumes from its last checkpoint, whose
+// saved state a server on the same state directory still holds).
+func (l *tinkerLearner) Recover(ctx context.Context) (bool, error) {
+	deadline := time.Now().Add(l.outage)
+	delay := time.Second
+	for {
+		_, err := l.model.Info(ctx)
+		var ae *tinker.APIError
+		switch {
+		case err == nil:
+			return false, nil
+		case errors.As(err, &ae) && ae.Status == http.StatusNotFound:
+			return true, nil
+		case errors.As(err, &ae) && !ae.Retryable, ctx.Err() != nil:
+			return false, err
+		case time.Now().After(deadline):
+			return false, fmt.Errorf("tinker: the server did not answer within tinker.outage (%v): %w", l.outage, err)
+		}
+		l.log.Warn("tinker: waiting for the server", "url", l.url, "retry_in", delay, "err", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		}
+		delay = min(2*delay, 30*time.Second)
+	}
 }
 
 // WeightsNote implements train.RemoteWeights.
