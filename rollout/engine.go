@@ -169,7 +169,32 @@ func (e *Engine) Run(ctx context.Context, seeds []uint64, k int, samplingSeed ui
 		}
 		e.parallel(ctx, live, func(i int, ep *episode) { e.playTurn(ctx, ep, turn, samples[i]) })
 	}
+	e.parallel(ctx, eps, func(_ int, ep *episode) { e.measureDrift(ctx, ep) })
 	return finishAll(ctx, eps)
+}
+
+// measureDrift renders an episode's whole conversation again and records
+// how far that rendering departs from the tokens played
+// (Trajectory.RerenderDrift).
+func (e *Engine) measureDrift(ctx context.Context, ep *episode) {
+	if ep.traj.Err != "" || len(ep.traj.Turns) == 0 {
+		return
+	}
+	full, err := e.policy.RenderChat(ctx, ep.traj.Messages, !ep.finished)
+	if err != nil {
+		return
+	}
+	played := ep.traj.Tokens
+	if !ep.finished && e.cfg.Think {
+		// The last prompt ends with the "<think>" the engine writes after
+		// the generation prompt, which no template renders.
+		played = played[:len(played)-len(e.tmpl.thinkOpen)]
+	}
+	n := 0
+	for n < len(full) && n < len(played) && full[n] == played[n] {
+		n++
+	}
+	ep.traj.RerenderDrift, ep.traj.RerenderChecked = max(len(full), len(played))-n, true
 }
 
 // finishAll returns the finished trajectories, or ctx's error when it ended

@@ -542,3 +542,66 @@ func TestHistoryWindow(t *testing.T) {
 		}
 	}
 }
+
+// forgetful renders conversations as Qwen3's template does with earlier
+// turns: the reasoning of an assistant message before the last user
+// message is dropped.
+type forgetful struct{ *policytest.Scripted }
+
+func (f forgetful) RenderChat(ctx context.Context, msgs []policy.Message, gen bool) ([]int, error) {
+	last := -1
+	for i, m := range msgs {
+		if m.Role == policy.RoleUser {
+			last = i
+		}
+	}
+	out := slices.Clone(msgs)
+	for i := range out {
+		if out[i].Role == policy.RoleAssistant && i < last {
+			if _, after, ok := strings.Cut(out[i].Content, "</think>"); ok {
+				out[i].Content = after
+			}
+		}
+	}
+	return f.Scripted.RenderChat(ctx, out, gen)
+}
+
+// TestPromptsExtendTheTokensPlayed: every turn's prompt is the previous
+// prompt, the reply as sampled and the new message's delta, even with a
+// template that renders earlier turns differently; the drift a full
+// re-rendering would bring is measured, not applied.
+func TestPromptsExtendTheTokensPlayed(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		p     policy.Policy
+		drift bool
+	}{
+		{"concatenative", fixedReply("go left</think><answer>Left</answer>"), false},
+		{"drops earlier reasoning", forgetful{fixedReply("go left</think><answer>Left</answer>")}, true},
+	} {
+		cfg := DefaultConfig()
+		cfg.MaxTurns = 3
+		trajs, err := newEngine(t, cfg, c.p).Run(context.Background(), []uint64{2, 3}, 2, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tr := range trajs {
+			if tr.Err != "" || len(tr.Turns) < 2 {
+				t.Fatalf("%s: %d turns, err %q", c.name, len(tr.Turns), tr.Err)
+			}
+			for k := 1; k < len(tr.Turns); k++ {
+				// Turn k's prompt begins with turn k−1's prompt and reply.
+				if tr.Turns[k].PromptEnd <= tr.Turns[k-1].ReplyEnd {
+					t.Errorf("%s: turn %d's prompt does not extend turn %d's reply", c.name, k, k-1)
+				}
+			}
+			if !tr.RerenderChecked || (tr.RerenderDrift > 0) != c.drift {
+				t.Errorf("%s: rerender drift %d (checked %v), want drift %v", c.name, tr.RerenderDrift, tr.RerenderChecked, c.drift)
+			}
+		}
+		m := Metrics("train", trajs, 2)
+		if got := m["train/rerender_drift"]; (got > 0) != c.drift {
+			t.Errorf("%s: train/rerender_drift %v", c.name, got)
+		}
+	}
+}

@@ -16,6 +16,7 @@ func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float6
 		return m
 	}
 	var success, score, envRet, pen, actions, valid, effective, formatOK, turns, respLen, failed, retries float64
+	var drifted, driftTokens, driftMeasured float64
 	envSums := map[string]float64{}
 	envCounts := map[string]float64{}
 	groupSuccess := map[int]bool{}
@@ -26,6 +27,13 @@ func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float6
 			failed++
 		}
 		retries += float64(tr.EnvRetries)
+		if tr.RerenderChecked {
+			driftMeasured++
+			driftTokens += float64(tr.RerenderDrift)
+			if tr.RerenderDrift > 0 {
+				drifted++
+			}
+		}
 		if tr.Success {
 			success++
 			groupSuccess[tr.Group] = true
@@ -71,6 +79,10 @@ func Metrics(prefix string, trajs []Trajectory, groupSize int) map[string]float6
 	m[prefix+"/action_is_valid"] = valid / n
 	m[prefix+"/action_is_effective"] = effective / n
 	m[prefix+"/failed"] = failed
+	if driftMeasured > 0 {
+		m[prefix+"/rerender_drift"] = drifted / driftMeasured
+		m[prefix+"/rerender_drift_tokens"] = driftTokens / driftMeasured
+	}
 	if retries > 0 {
 		m[prefix+"/env_retries"] = retries // only where there were any
 	}

@@ -55,6 +55,15 @@ type Trajectory struct {
 	// EnvRetries counts the environment calls retried on a fresh instance
 	// (Config.EnvRetries), whether or not they then succeeded.
 	EnvRetries int
+	// RerenderDrift measures what rendering the whole conversation again
+	// would have changed: the number of tokens from the first position
+	// where a fresh rendering of Messages differs from Tokens to the end
+	// of the longer of the two (0: the template renders the conversation
+	// as it was played). RerenderChecked says it was measured (not for a
+	// failed episode, nor one played as text). The prompts themselves
+	// never re-render: they extend the tokens sampled.
+	RerenderDrift   int
+	RerenderChecked bool
 }
 
 // Turn is one model reply and its effect.

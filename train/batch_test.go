@@ -129,7 +129,7 @@ func TestTrimMetricsAndTranscripts(t *testing.T) {
 	}
 	td := filepath.Join(dir, transcriptsDir)
 	os.MkdirAll(td, 0o755)
-	for _, name := range []string{transcriptName("train", 2), transcriptName("val", 10), transcriptName("val", 11), "notes.txt"} {
+	for _, name := range []string{transcriptName("train", 2), transcriptName("val", 10), transcriptName("val", 11), tokensName("val", 10), tokensName("val", 11), "notes.txt"} {
 		os.WriteFile(filepath.Join(td, name), nil, 0o644)
 	}
 	if err := trimTranscripts(td, 10); err != nil {
@@ -140,7 +140,7 @@ func TestTrimMetricsAndTranscripts(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if !slices.Equal(names, []string{"notes.txt", "train-step00002.txt", "val-step00010.txt"}) {
+	if !slices.Equal(names, []string{"notes.txt", "train-step00002.txt", "val-step00010.tokens.jsonl", "val-step00010.txt"}) {
 		t.Errorf("transcripts left: %v", names)
 	}
 }

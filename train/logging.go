@@ -100,6 +100,52 @@ func transcriptName(label string, step int) string {
 	return fmt.Sprintf("%s-step%05d.txt", label, step)
 }
 
+// tokensName is the name of the token ids beside a transcript.
+func tokensName(label string, step int) string {
+	return fmt.Sprintf("%s-step%05d.tokens.jsonl", label, step)
+}
+
+// tokenRecord is one episode's token ids as a transcript's .tokens.jsonl
+// holds them: what the policy read and wrote, turn by turn, so that a run
+// directory shows that training saw exactly the tokens sampled.
+type tokenRecord struct {
+	Group   int         `json:"group"`
+	Sample  int         `json:"sample"`
+	Seed    uint64      `json:"seed"`
+	Version int         `json:"policy_version"`
+	Turns   []tokenTurn `json:"turns"`
+	// Tail are the ids after the last reply (the template's end of it).
+	Tail []int `json:"tail,omitempty"`
+	// Drift is the length of the suffix from which a fresh rendering of
+	// the whole conversation differs from these tokens (0: none; absent:
+	// not measured).
+	Drift *int `json:"rerender_drift,omitempty"`
+}
+
+// tokenTurn is one turn: the prompt's new ids, then the reply's.
+type tokenTurn struct {
+	// Window is the whole prompt of a turn sampled after a history window,
+	// which is not an extension of the turn before.
+	Window []int `json:"window,omitempty"`
+	Prompt []int `json:"prompt"`
+	Reply  []int `json:"reply"`
+}
+
+func newTokenRecord(tr *rollout.Trajectory) tokenRecord {
+	rec := tokenRecord{Group: tr.Group, Sample: tr.Sample, Seed: tr.Seed, Version: tr.PolicyVersion}
+	if tr.RerenderChecked {
+		rec.Drift = &tr.RerenderDrift
+	}
+	at := 0
+	for _, turn := range tr.Turns {
+		t := tokenTurn{Window: turn.Prompt, Prompt: tr.Tokens[at:turn.ReplyStart], Reply: tr.Tokens[turn.ReplyStart:turn.ReplyEnd]}
+		rec.Turns = append(rec.Turns, t)
+		at = turn.ReplyEnd
+	}
+	rec.Tail = tr.Tokens[at:]
+	return rec
+}
+
 // trimTranscripts removes the transcripts of steps after keep.
 func trimTranscripts(dir string, keep int) error {
 	entries, err := os.ReadDir(dir)
@@ -112,10 +158,16 @@ func trimTranscripts(dir string, keep int) error {
 	for _, e := range entries {
 		name := e.Name()
 		i := strings.LastIndex(name, "-step")
-		if i < 0 || !strings.HasSuffix(name, ".txt") {
+		if i < 0 {
 			continue
 		}
-		step, err := strconv.Atoi(strings.TrimSuffix(name[i+len("-step"):], ".txt"))
+		num, ok := strings.CutSuffix(name[i+len("-step"):], ".txt")
+		if !ok {
+			if num, ok = strings.CutSuffix(name[i+len("-step"):], ".tokens.jsonl"); !ok {
+				continue
+			}
+		}
+		step, err := strconv.Atoi(num)
 		if err != nil || step <= keep {
 			continue
 		}
@@ -172,7 +224,17 @@ func (r *recorder) transcripts(step int, label string, trajs []rollout.Trajector
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for i := 0; i < len(trajs) && i < n; i++ {
+		if err := enc.Encode(newTokenRecord(&trajs[i])); err != nil {
+			return err
+		}
+	}
+	return atomicdir.WriteFile(filepath.Join(dir, tokensName(label, step)), b.Bytes(), 0o644)
 }
 
 func errSuffix(e string) string {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentrl/agentrl/envs"
@@ -181,5 +182,55 @@ func TestFailingEnvironmentsDropTheirGroups(t *testing.T) {
 	var sum Summary
 	if err := json.Unmarshal(raw, &sum); err != nil || sum.FailedGroups != 4 {
 		t.Errorf("summary.json failed_groups %d (%v): want 4", sum.FailedGroups, err)
+	}
+}
+
+// TestTranscriptsRecordTokenIDs: beside each transcript, the token ids of
+// its episodes turn by turn (each prompt's new ids, then the reply) add
+// up to exactly the tokens the step trained on.
+func TestTranscriptsRecordTokenIDs(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	cfg, err := Parse([]byte("run: {steps: 2, groups: 2, group_size: 2, transcripts_every: 1}\nvalidation: {every: 0, levels: 4}\n"+
+		"collapse: {every: 0}\nwarm_start: {enabled: false}\nrollout: {max_turns: 3}\n"), []string{"run.out=" + out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var played []rollout.Trajectory
+	testHookTrajectories = func(label string, step int, trajs []rollout.Trajectory) {
+		if label == "train" && step == 2 {
+			played = slices.Clone(trajs)
+		}
+	}
+	defer func() { testHookTrajectories = nil }()
+	tr, err := New(cfg, scriptedOptions(func(_ string, seed uint64) string {
+		return fmt.Sprintf("<think>%d</think><answer>%s</answer>", seed%2, []string{"Up", "Left"}[seed%2])
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(out, transcriptsDir, tokensName("train", 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) != len(played) {
+		t.Fatalf("%d token records for %d episodes", len(lines), len(played))
+	}
+	for i, line := range lines {
+		var rec tokenRecord
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		var all []int
+		for _, turn := range rec.Turns {
+			all = append(append(all, turn.Prompt...), turn.Reply...)
+		}
+		all = append(all, rec.Tail...)
+		if want := played[i].Tokens; !slices.Equal(all, want) || len(rec.Turns) != len(played[i].Turns) || rec.Drift == nil || *rec.Drift != 0 {
+			t.Errorf("episode %d: the token record does not add up to the %d tokens played (%d turns, drift %v)", i, len(want), len(rec.Turns), rec.Drift)
+		}
 	}
 }
