@@ -9,25 +9,44 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/agentrl/agentrl/internal/httpapi"
 )
 
 // serveShutdownGrace is how long a stopping server waits for the requests
 // in flight before closing their connections.
 const serveShutdownGrace = 10 * time.Second
 
+// Connection timeouts of the servers. A request's headers must arrive
+// within serveHeaderTimeout (or its read timeout, when shorter), and its
+// body within the read timeout of the request's start (-read-timeout);
+// an idle keep-alive connection is closed after serveIdleTimeout. There
+// is no write timeout, which would cut off what legitimately answers late
+// or long: a long poll (retrieve_future), a stream, a long generation.
+const (
+	serveHeaderTimeout = 10 * time.Second
+	serveIdleTimeout   = 2 * time.Minute
+	defaultReadTimeout = 30 * time.Second
+)
+
 // serveUntilDone listens on addr and serves handler until ctx ends (SIGINT
 // or SIGTERM), then calls closing (for what Shutdown does not wait on, such
 // as WebSocket sessions) and shuts down gracefully. listening is told the
-// address once it is bound. Listening beyond loopback without an API key
-// is warned about.
-func serveUntilDone(ctx context.Context, addr string, handler http.Handler, apiKey string, log *slog.Logger,
+// address once it is bound. Request bodies must arrive within
+// readTimeout. Listening beyond loopback without an API key is warned
+// about.
+func serveUntilDone(ctx context.Context, addr string, handler http.Handler, apiKey string, readTimeout time.Duration, log *slog.Logger,
 	listening func(net.Addr), closing func()) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	hs := &http.Server{
+		Handler:           httpapi.BodyReadTimeout(handler, readTimeout),
+		ReadHeaderTimeout: min(serveHeaderTimeout, readTimeout),
+		IdleTimeout:       serveIdleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
 	listening(ln.Addr())
 	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
 		if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() && apiKey == "" {

@@ -35,15 +35,22 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		batchWindow = fs.Duration("batch-window", 3*time.Millisecond, "longest wait for requests already arriving to join a batch (0: none)")
 		maxTokens   = fs.Int("max-tokens", 0, "largest max_tokens a request may ask for (0: the context length)")
 		maxN        = fs.Int("max-n", 128, "largest n (samples per prompt) of a request")
+		maxReqToks  = fs.Int("max-request-tokens", 0, "most tokens one /v1 request may have the model read and write, summed over its choices (0: the larger of 262144 and 32 × the context)")
+		maxReqLPs   = fs.Int("max-request-logprobs", 0, "most log-probabilities one /v1 reply may carry, each reported position counting 1 plus its alternatives (0: the larger of 262144 and 21 × the context)")
+		maxLoRAs    = fs.Int("max-loras", 4, "most LoRA adapters loaded at once (-lora and -lora-dir), each a copy of the model's weights")
 		loraDir     = fs.String("lora-dir", "", "enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter, loading only adapters inside this directory (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING)")
 		withTinker  = fs.Bool("tinker", true, "also serve the Tinker API (training and sampling) under /api/v1")
 		tinkerDir   = fs.String("tinker-dir", "", "the Tinker API's state directory, where saved weights live (default: a temporary directory removed at exit)")
+		tkModels    = fs.Int("tinker-max-models", 4, "most Tinker models (create_model) held at once, each a copy of the model's weights with its optimizer state")
+		tkTokens    = fs.Int("tinker-max-request-tokens", 0, "most tokens of one Tinker forward or forward_backward request, which also sizes its body limit (0: 16 × the larger of 8192 and the context)")
+		tkQuota     = fs.Int64("tinker-disk-quota", 0, "most bytes of saved weights in the Tinker state directory (0: 32 checkpoints of the model with its optimizer state, at least 1 GiB; negative: no quota)")
+		readTimeout = fs.Duration("read-timeout", defaultReadTimeout, "longest time to receive a request's headers and body")
 		verbose     = fs.Bool("v", false, "log every request")
 		loras       loraModules
 	)
 	fs.Var(&loras, "lora", "NAME=PATH: load the PEFT LoRA adapter at PATH as model NAME at start (repeatable; vLLM's --lora-modules)")
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: trainer serve -checkpoint DIR [-addr HOST:PORT] [-api-key KEY] [-model NAME] [-lora-dir DIR] [-lora NAME=PATH ...] [-tinker=false] [-tinker-dir DIR]")
+		fmt.Fprintln(s.err, "usage: trainer serve -checkpoint DIR [-addr HOST:PORT] [-api-key KEY] [-model NAME] [-lora-dir DIR] [-lora NAME=PATH ...] [-tinker=false] [-tinker-dir DIR] [limits, below]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -62,14 +69,33 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		return usageErrorf("-max-tokens must not be negative, got %d", *maxTokens)
 	case *maxN < 1:
 		return usageErrorf("-max-n must be at least 1, got %d", *maxN)
+	case *maxReqToks < 0:
+		return usageErrorf("-max-request-tokens must not be negative, got %d", *maxReqToks)
+	case *maxReqLPs < 0:
+		return usageErrorf("-max-request-logprobs must not be negative, got %d", *maxReqLPs)
+	case *maxLoRAs < 1:
+		return usageErrorf("-max-loras must be at least 1, got %d", *maxLoRAs)
+	case *tkModels < 1:
+		return usageErrorf("-tinker-max-models must be at least 1, got %d", *tkModels)
+	case *tkTokens < 0:
+		return usageErrorf("-tinker-max-request-tokens must not be negative, got %d", *tkTokens)
+	case *readTimeout <= 0:
+		return usageErrorf("-read-timeout must be positive, got %v", *readTimeout)
 	}
 	if *apiKey == "" {
 		*apiKey = os.Getenv("AGENTRL_API_KEY")
 	}
-	if *loraDir != "" {
-		if *apiKey == "" && !loopbackOnly(*addr) {
+	// Routes that write or train (the Tinker API, runtime adapter
+	// loading) are for the operator: beyond loopback they need a key.
+	if *apiKey == "" && !loopbackOnly(*addr) {
+		switch {
+		case *loraDir != "":
 			return usageErrorf("-lora-dir lets clients make the server read files; listening on %s beyond loopback needs an API key (-api-key or $AGENTRL_API_KEY)", *addr)
+		case *withTinker:
+			return usageErrorf("the Tinker API (on by default) lets clients train and save weights on this machine; listening on %s beyond loopback needs an API key (-api-key or $AGENTRL_API_KEY), or -tinker=false", *addr)
 		}
+	}
+	if *loraDir != "" {
 		if st, err := os.Stat(*loraDir); err != nil || !st.IsDir() {
 			return usageErrorf("-lora-dir %s is not a directory", *loraDir)
 		}
@@ -90,6 +116,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	}
 	opts := openaiapi.Options{
 		Model: p.Info().Name, APIKey: *apiKey, MaxTokensCap: *maxTokens, MaxN: *maxN,
+		MaxRequestTokens: *maxReqToks, MaxRequestLogprobs: *maxReqLPs, MaxAdapters: *maxLoRAs,
 		MaxBatch: *maxBatch, BatchWindow: window, Logger: log,
 	}
 	if *loraDir != "" || len(loras) > 0 {
@@ -121,7 +148,15 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 			defer os.RemoveAll(stateDir)
 			log.Info("tinker: state in a temporary directory, removed at exit: saved weights do not outlive the server (set -tinker-dir to keep them)", "dir", stateDir)
 		}
-		tk, err := tinkerapi.New(p, tinkerapi.Options{Model: srv.Model(), Dir: stateDir, APIKey: *apiKey, Logger: log})
+		quota := *tkQuota
+		switch {
+		case quota == 0:
+			quota = tinkerapi.DefaultDiskQuota(p)
+		case quota < 0:
+			quota = 0 // tinkerapi: no quota
+		}
+		tk, err := tinkerapi.New(p, tinkerapi.Options{Model: srv.Model(), Dir: stateDir, APIKey: *apiKey, Logger: log,
+			MaxModels: *tkModels, MaxRequestTokens: *tkTokens, DiskQuota: quota})
 		if err != nil {
 			return err
 		}
@@ -130,7 +165,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	}
 
 	info := p.Info()
-	return serveUntilDone(ctx, *addr, handler, *apiKey, log, func(a net.Addr) {
+	return serveUntilDone(ctx, *addr, handler, *apiKey, *readTimeout, log, func(a net.Addr) {
 		attrs := []any{"url", "http://" + a.String() + "/v1", "model", srv.Model(),
 			"max_model_len", info.MaxContext, "api_key", *apiKey != "", "checkpoint", *checkpoint,
 			"adapters", srv.Adapters(), "lora_dir", *loraDir}

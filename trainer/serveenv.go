@@ -30,6 +30,7 @@ func runServeEnv(ctx context.Context, args []string, s stdio) error {
 		maxSessions = fs.Int("max-sessions", 256, "WebSocket sessions open at once, per environment")
 		idle        = fs.Duration("idle-timeout", 10*time.Minute, "close a session idle this long (negative: never)")
 		maxBytes    = fs.Int64("max-message-bytes", 1<<20, "largest HTTP body or WebSocket message")
+		readTimeout = fs.Duration("read-timeout", defaultReadTimeout, "longest time to receive an HTTP request's headers and body")
 		verbose     = fs.Bool("v", false, "log session events")
 		sets        overrides
 	)
@@ -50,6 +51,8 @@ func runServeEnv(ctx context.Context, args []string, s stdio) error {
 		return usageErrorf("-idle-timeout must not be 0 (negative: never)")
 	case *maxBytes < 1024:
 		return usageErrorf("-max-message-bytes must be at least 1024, got %d", *maxBytes)
+	case *readTimeout <= 0:
+		return usageErrorf("-read-timeout must be positive, got %v", *readTimeout)
 	case *envName == "all" && (*configPath != "" || len(sets) > 0):
 		return usageErrorf("-env all serves the default configurations; -config and -set need one environment")
 	}
@@ -119,7 +122,7 @@ func runServeEnv(ctx context.Context, args []string, s stdio) error {
 		handler = srv
 	}
 
-	return serveUntilDone(ctx, *addr, handler, *apiKey, log, func(a net.Addr) {
+	return serveUntilDone(ctx, *addr, handler, *apiKey, *readTimeout, log, func(a net.Addr) {
 		for _, srv := range servers {
 			url := "http://" + a.String()
 			if len(servers) > 1 {
@@ -127,7 +130,7 @@ func runServeEnv(ctx context.Context, args []string, s stdio) error {
 			}
 			log.Info("serving", "env", srv.Name(), "url", url, "ws", "ws"+url[len("http"):]+"/ws")
 		}
-		log.Info("limits", "max_sessions", *maxSessions, "idle_timeout", *idle, "max_message_bytes", *maxBytes, "api_key", *apiKey != "")
+		log.Info("limits", "max_sessions", *maxSessions, "idle_timeout", *idle, "max_message_bytes", *maxBytes, "read_timeout", *readTimeout, "api_key", *apiKey != "")
 	}, func() {
 		for _, srv := range servers {
 			srv.Close() // ends the WebSocket sessions, which Shutdown does not wait for

@@ -21,6 +21,11 @@
 //	out, _ := fb.Wait(ctx)
 //	_, _ = step.Wait(ctx)
 //
+// TrainingModel.Unload (unload_model) frees the model on the server.
+// Forward and ForwardBackward check the shapes of the tensors a result
+// declares (TensorData.Len) against the data and the batch before
+// returning it, so that a caller's Dense cannot be made to allocate
+// without limit by a hostile or broken server.
 // Client.Sample submits asample; Sampler wraps it as a policy.Policy.
 // The API key, if any, is sent as the SDK sends it, in X-API-Key; every
 // POST also carries an X-Idempotency-Key that stays the same across the

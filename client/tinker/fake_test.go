@@ -257,6 +257,17 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request, route string, body 
 			return
 		}
 		writeJSON(w, 200, map[string]any{"type": "get_info", "model_id": req.ModelID, "model_data": map[string]any{"arch": nil, "model_name": m.base, "tokenizer_id": nil}, "is_lora": true, "lora_rank": m.rank, "model_name": m.base})
+	case "unload_model":
+		// SkyRL's unload_model: a future whose result names the model.
+		var req tinker.UnloadModelRequest
+		json.Unmarshal(body, &req)
+		if _, ok := f.models[req.ModelID]; !ok {
+			detail(w, 404, "Model not found")
+			return
+		}
+		delete(f.models, req.ModelID)
+		rid := f.newFuture(route, map[string]any{"model_id": req.ModelID, "type": "unload_model"})
+		writeJSON(w, 200, map[string]any{"request_id": rid, "model_id": req.ModelID})
 	case "forward", "forward_backward", "optim_step", "save_weights", "save_weights_for_sampler", "load_weights":
 		f.train(w, route, body)
 	case "asample":

@@ -89,9 +89,24 @@ func checkBatch(route string, in ForwardBackwardInput) error {
 	return nil
 }
 
+// outputValuesPerToken bounds the values a forward result may declare,
+// summed over its tensors, per input token of the batch (with a floor of
+// MaxTensorElements): per-token outputs hold a few values per token (one
+// per output, or k+1 with k alternatives), so a reply that declares more
+// is malformed, and is refused before anything expands it.
+const outputValuesPerToken = 64
+
 // decodeOutput returns the decoder of a forward or forward_backward
-// result for n data.
-func decodeOutput(route string, n int) func([]byte) (ForwardBackwardOutput, error) {
+// result for the batch in.
+func decodeOutput(route string, in ForwardBackwardInput) func([]byte) (ForwardBackwardOutput, error) {
+	n := len(in.Data)
+	tokens := 0
+	for _, d := range in.Data {
+		for _, c := range d.ModelInput.Chunks {
+			tokens += len(c.Tokens)
+		}
+	}
+	budget := max(MaxTensorElements, outputValuesPerToken*tokens)
 	return func(data []byte) (ForwardBackwardOutput, error) {
 		var out ForwardBackwardOutput
 		if err := decode(route, data, &out); err != nil {
@@ -99,6 +114,21 @@ func decodeOutput(route string, n int) func([]byte) (ForwardBackwardOutput, erro
 		}
 		if len(out.LossFnOutputs) != n {
 			return out, malformed(route, "%d loss_fn_outputs for %d data", len(out.LossFnOutputs), n)
+		}
+		// The shapes are the server's word: check them against the data
+		// they come with, and their sum against the batch, before a
+		// caller's Dense allocates what they declare.
+		total := 0
+		for i, outs := range out.LossFnOutputs {
+			for k, t := range outs {
+				v, err := t.Len()
+				if err != nil {
+					return out, malformed(route, "loss_fn_outputs[%d][%q]: %v", i, k, err)
+				}
+				if total += v; total > budget {
+					return out, malformed(route, "loss_fn_outputs declare more than %d values for a batch of %d tokens", budget, tokens)
+				}
+			}
 		}
 		return out, nil
 	}
@@ -112,7 +142,7 @@ func (m *TrainingModel) ForwardAsync(ctx context.Context, in ForwardBackwardInpu
 	}
 	return submitSeq(ctx, m, "forward", func(seq int) any {
 		return ForwardRequest{ModelID: m.id, ForwardInput: in, SeqID: &seq}
-	}, decodeOutput("forward", len(in.Data)))
+	}, decodeOutput("forward", in))
 }
 
 // Forward runs a forward pass and waits for its outputs.
@@ -132,7 +162,7 @@ func (m *TrainingModel) ForwardBackwardAsync(ctx context.Context, in ForwardBack
 	}
 	return submitSeq(ctx, m, "forward_backward", func(seq int) any {
 		return ForwardBackwardRequest{ModelID: m.id, ForwardBackwardInput: in, SeqID: &seq}
-	}, decodeOutput("forward_backward", len(in.Data)))
+	}, decodeOutput("forward_backward", in))
 }
 
 // ForwardBackward runs a forward and backward pass and waits for its
@@ -235,6 +265,34 @@ func (m *TrainingModel) LoadWeights(ctx context.Context, path string, optimizer 
 		err := decode("load_weights", data, &r)
 		return r, err
 	})
+	if err != nil {
+		return err
+	}
+	_, err = f.Wait(ctx)
+	return err
+}
+
+// Unload asks the server to free the model (unload_model): its weights,
+// optimizer state and queued requests. Weights already saved stay
+// loadable; the model's id is unknown to the server afterwards.
+func (m *TrainingModel) Unload(ctx context.Context) error {
+	// Submitted in the model's turn, after the calls already submitted.
+	select {
+	case m.turn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("tinker: unload_model: %w", context.Cause(ctx))
+	}
+	body, err := json.Marshal(UnloadModelRequest{ModelID: m.id, Type: "unload_model"})
+	if err != nil {
+		<-m.turn
+		return fmt.Errorf("tinker: unload_model: encoding request: %w", err)
+	}
+	f, err := submit(ctx, m.c, "unload_model", body, func(data []byte) (UnloadModelResponse, error) {
+		var r UnloadModelResponse
+		err := decode("unload_model", data, &r)
+		return r, err
+	})
+	<-m.turn
 	if err != nil {
 		return err
 	}

@@ -79,45 +79,83 @@ func nonNil(xs []float64) []float64 {
 	return xs
 }
 
-// Dense returns the tensor's values in row-major order, expanding a
-// CSR-sparse tensor, after checking that data, dtype and shape agree.
-func (t TensorData) Dense() ([]float64, error) {
+// MaxTensorElements bounds the values one tensor may hold once dense, so
+// that a shape declared by the other side cannot make Dense allocate
+// without limit: a sparse tensor of shape [1, 10^12] holds one value but
+// would expand to 8 TB. 1<<24 values (128 MiB as float64) is far more
+// than one datum's per-token tensor at any context a Tinker model has.
+// A caller that knows how many values a tensor must hold checks Len
+// against that first.
+const MaxTensorElements = 1 << 24
+
+// Len returns the number of values the tensor holds once dense, after
+// checking, without allocating, that its dtype, shape and data agree: a
+// dense tensor's shape must hold exactly len(data) values; a CSR-sparse
+// one needs a 2-D shape, one row pointer per row plus one, rising from 0
+// to len(data), and one column index per value inside its columns. A
+// shape of more than MaxTensorElements values is an error.
+func (t TensorData) Len() (int, error) {
 	if t.DType != DTypeFloat32 && t.DType != DTypeInt64 {
-		return nil, fmt.Errorf("tensor dtype %q (want %q or %q)", t.DType, DTypeFloat32, DTypeInt64)
+		return 0, fmt.Errorf("tensor dtype %q (want %q or %q)", t.DType, DTypeFloat32, DTypeInt64)
 	}
 	n := len(t.Data)
 	if t.Shape != nil {
 		n = 1
 		for _, s := range t.Shape {
 			if s < 0 {
-				return nil, fmt.Errorf("tensor shape %v has a negative dimension", t.Shape)
+				return 0, fmt.Errorf("tensor shape %v has a negative dimension", t.Shape)
+			}
+			// Checked before the product, which could overflow to a
+			// small number that matches the data.
+			if s > 0 && n > MaxTensorElements/s {
+				return 0, fmt.Errorf("tensor shape %v holds more than %d values", t.Shape, MaxTensorElements)
 			}
 			n *= s
 		}
 	}
 	if t.SparseCrowIndices == nil && t.SparseColIndices == nil {
 		if n != len(t.Data) {
-			return nil, fmt.Errorf("tensor shape %v holds %d values, data has %d", t.Shape, n, len(t.Data))
+			return 0, fmt.Errorf("tensor shape %v holds %d values, data has %d", t.Shape, n, len(t.Data))
 		}
-		return t.Data, nil
+		return n, nil
 	}
 	if len(t.Shape) != 2 || t.SparseCrowIndices == nil || t.SparseColIndices == nil {
-		return nil, fmt.Errorf("sparse tensor needs a 2-D shape, sparse_crow_indices and sparse_col_indices")
+		return 0, fmt.Errorf("sparse tensor needs a 2-D shape, sparse_crow_indices and sparse_col_indices")
 	}
 	rows, cols := t.Shape[0], t.Shape[1]
 	crow, col := t.SparseCrowIndices, t.SparseColIndices
 	if len(crow) != rows+1 || len(col) != len(t.Data) || crow[0] != 0 || crow[rows] != len(t.Data) {
-		return nil, fmt.Errorf("sparse tensor: %d row pointers for %d rows, %d column indices for %d values", len(crow), rows, len(col), len(t.Data))
+		return 0, fmt.Errorf("sparse tensor: %d row pointers for %d rows, %d column indices for %d values", len(crow), rows, len(col), len(t.Data))
 	}
-	out := make([]float64, rows*cols)
 	for r := range rows {
 		if crow[r] > crow[r+1] {
-			return nil, fmt.Errorf("sparse tensor: row pointers decrease at row %d", r)
+			return 0, fmt.Errorf("sparse tensor: row pointers decrease at row %d", r)
 		}
+	}
+	for _, c := range col {
+		if c < 0 || c >= cols {
+			return 0, fmt.Errorf("sparse tensor: column %d outside %d columns", c, cols)
+		}
+	}
+	return n, nil
+}
+
+// Dense returns the tensor's values in row-major order, expanding a
+// CSR-sparse tensor, after checking that data, dtype and shape agree (see
+// Len). A dense tensor's values are returned as they are, not copied.
+func (t TensorData) Dense() ([]float64, error) {
+	n, err := t.Len()
+	if err != nil {
+		return nil, err
+	}
+	if t.SparseCrowIndices == nil && t.SparseColIndices == nil {
+		return t.Data, nil
+	}
+	rows, cols := t.Shape[0], t.Shape[1]
+	crow, col := t.SparseCrowIndices, t.SparseColIndices
+	out := make([]float64, n)
+	for r := range rows {
 		for k := crow[r]; k < crow[r+1]; k++ {
-			if col[k] < 0 || col[k] >= cols {
-				return nil, fmt.Errorf("sparse tensor: column %d outside %d columns", col[k], cols)
-			}
 			out[r*cols+col[k]] = t.Data[k]
 		}
 	}
@@ -301,6 +339,20 @@ type CreateModelRequest struct {
 type CreateModelResponse struct {
 	ModelID string `json:"model_id"`
 	Type    string `json:"type,omitempty"`
+}
+
+// UnloadModelRequest is the body of POST unload_model, which frees a
+// model on the server; the reply is a future whose result is an
+// UnloadModelResponse.
+type UnloadModelRequest struct {
+	ModelID string `json:"model_id"`
+	Type    string `json:"type,omitempty"` // "unload_model"
+}
+
+// UnloadModelResponse is the result of unload_model.
+type UnloadModelResponse struct {
+	ModelID string `json:"model_id"`
+	Type    string `json:"type,omitempty"` // "unload_model"
 }
 
 // GetInfoRequest is the body of POST get_info.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -212,6 +213,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, allowEmpty boo
 	switch {
 	case errors.As(err, &tooBig):
 		writeDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", s.opts.MaxMessageBytes))
+		return nil, false
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		writeDetail(w, http.StatusRequestTimeout, "the request body did not arrive in time")
 		return nil, false
 	case err != nil:
 		writeDetail(w, http.StatusBadRequest, "reading the body: "+err.Error())
@@ -502,6 +506,12 @@ func (s *Server) handleWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // Accept has answered
 	}
+	// The hijacked connection is this handler's to close on every path: a
+	// client that drops TCP without a close frame ends the read loop with
+	// an error, and without this its file stayed open (one per such
+	// client, until accept failed with "too many open files"). After a
+	// Close the call does nothing.
+	defer conn.CloseNow()
 	conn.SetReadLimit(s.opts.MaxMessageBytes)
 	ctx := r.Context()
 	send := func(m wsMessage) error {

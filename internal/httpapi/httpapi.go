@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
+	"time"
 )
 
 // WriteJSON writes v as the body of a response with status, with
@@ -35,9 +37,54 @@ func WriteJSON(w http.ResponseWriter, status int, v any) error {
 
 // ReadBody reads the request body, at most limit bytes. A longer body
 // fails with a *http.MaxBytesError, and the server closes the connection
-// after the reply (see http.MaxBytesReader).
+// after the reply (see http.MaxBytesReader); a body not read in time (see
+// BodyReadTimeout) fails with an error that wraps os.ErrDeadlineExceeded.
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+}
+
+// BodyReadTimeout returns h with each request's body to be read within d
+// of the handler's start: a client that sends its body slowly, or stops
+// halfway, has its read fail after d (and its connection closed) instead
+// of holding a connection and a handler without end; ReadBody's error
+// then wraps os.ErrDeadlineExceeded. Unlike http.Server's ReadTimeout,
+// the deadline is lifted once the body is read, so that a handler may
+// take as long as its work needs (a long poll, a stream) without its
+// context being cancelled at the deadline. Requests without a body (a
+// WebSocket upgrade, a GET) are passed through, as are connections whose
+// deadline cannot be set.
+func BodyReadTimeout(h http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rc := http.NewResponseController(w)
+		if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		r.Body = &deadlineBody{ReadCloser: r.Body, lift: func() { rc.SetReadDeadline(time.Time{}) }}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody lifts its connection's read deadline once the body has
+// been read to its end. After any other error (the deadline passed) the
+// deadline stays, so that the server's discarding of the rest of the body
+// fails at once and the connection is closed.
+type deadlineBody struct {
+	io.ReadCloser
+	lift func()
+	once sync.Once
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.once.Do(b.lift)
+	}
+	return n, err
 }
 
 // DecodeJSON decodes data, a request body holding one JSON object, into v.

@@ -17,16 +17,26 @@ import (
 // computes with), a price that fits the small models served here; p itself
 // is unchanged. p's model must have no adapters of its own: an adapter's
 // weights are deltas over the base weights, not over another adapter's.
+//
+// The adapter is checked against the model (native.CheckPEFT: its
+// configuration, rank and file size) before the model is copied, so that
+// a bad or hostile adapter costs no copy.
 func (p *Policy) WithPEFT(dir, name string) (*Policy, error) {
 	m := p.Lock()
 	hasLoRA := m.LoRA() != nil
 	var c *native.Model
+	var err error
 	if !hasLoRA {
-		c = m.Clone()
+		if err = native.CheckPEFT(dir, m); err == nil {
+			c = m.Clone()
+		}
 	}
 	p.Unlock()
 	if hasLoRA {
 		return nil, errors.New("local: the policy's model already has LoRA adapters; load adapters over its base model instead")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("local: adapter %s: %w", dir, err)
 	}
 	if err := native.LoadPEFT(dir, c); err != nil {
 		return nil, fmt.Errorf("local: adapter %s: %w", dir, err)

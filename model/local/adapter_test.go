@@ -2,7 +2,9 @@ package local
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -73,5 +75,39 @@ func TestWithPEFT(t *testing.T) {
 	}
 	if _, err := p.WithPEFT(t.TempDir(), "x"); err == nil || !strings.Contains(err.Error(), "adapter_config.json") {
 		t.Errorf("WithPEFT of an empty directory: %v", err)
+	}
+}
+
+// TestWithPEFTChecksBeforeCopying: an adapter the model cannot take (here
+// a rank far above the widths of its projections) is refused before the
+// model is copied for it, so that refusing it costs no copy.
+func TestWithPEFTChecksBeforeCopying(t *testing.T) {
+	p := tinyPolicy(t)
+	m := p.Lock().Clone()
+	p.Unlock()
+	if err := m.EnableLoRA(native.LoRAConfig{Rank: 2, Alpha: 4, Targets: []string{"v_proj"}, Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := native.SavePEFT(dir, m, "base"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, native.PEFTConfigFile)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(raw), `"r": 2`, `"r": 1000`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = p.WithPEFT(dir, "")
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "rank 1000 exceeds") {
+		t.Fatalf("WithPEFT of rank 1000: %v", err)
+	}
+	if copied, model := after.TotalAlloc-before.TotalAlloc, uint64(4*m.NumParams()); copied >= model {
+		t.Fatalf("refusing the adapter allocated %d bytes, a model is %d", copied, model)
 	}
 }

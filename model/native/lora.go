@@ -182,12 +182,45 @@ func peftTensorName(l, t int, ab string) string {
 	return "base_model.model." + peftModuleName(l, t) + ".lora_" + ab + ".weight"
 }
 
-// newLoRA lays out zero adapters for m as cfg describes.
-func newLoRA(m *Model, cfg LoRAConfig) (*LoRA, error) {
+// maxRank returns the largest rank that adapters on targets ts may have
+// in m: the narrowest width, input or output, of the adapted projections,
+// and the name of one projection that has it. B·A cannot have a higher
+// rank than that, so a larger r only adds parameters (r·(in+out) per
+// projection and layer); bounding it also bounds what a configuration
+// read from a file can make newLoRA allocate, to at most twice the
+// adapted weights.
+func (m *Model) maxRank(ts []int) (int, string) {
+	bound, name := math.MaxInt, ""
+	for _, t := range ts {
+		_, in, out, _ := m.loraGeom(t)
+		if w := min(in, out); w < bound {
+			bound, name = w, loraTargetNames[t]
+		}
+	}
+	return bound, name
+}
+
+// CheckLoRA reports, without allocating anything, why adapters as cfg
+// describes cannot go on m: an invalid configuration (see
+// LoRAConfig.Validate), or a rank above the narrowest width of the
+// adapted projections (see EnableLoRA).
+func (m *Model) CheckLoRA(cfg LoRAConfig) error {
 	ts, err := cfg.targets()
 	if err != nil {
-		return nil, fmt.Errorf("native: lora: %w", err)
+		return fmt.Errorf("native: lora: %w", err)
 	}
+	if bound, name := m.maxRank(ts); cfg.Rank > bound {
+		return fmt.Errorf("native: lora: rank %d exceeds %d, the narrowest width of the adapted projections (%s): adapters of a higher rank only add parameters", cfg.Rank, bound, name)
+	}
+	return nil
+}
+
+// newLoRA lays out zero adapters for m as cfg describes.
+func newLoRA(m *Model, cfg LoRAConfig) (*LoRA, error) {
+	if err := m.CheckLoRA(cfg); err != nil {
+		return nil, err
+	}
+	ts, _ := cfg.targets()
 	cfg.Targets = make([]string, len(ts))
 	for i, t := range ts {
 		cfg.Targets[i] = loraTargetNames[t]
@@ -305,8 +338,10 @@ func (lo *LoRA) Tensor(name string) []float32 {
 func (lo *LoRA) NumParams() int { return len(lo.params) }
 
 // EnableLoRA adds adapters to the model as cfg describes (A drawn from
-// cfg.Seed, B zero, so the model computes what it did) and freezes the
-// base weights: from now on Backward computes the adapters' gradients
+// cfg.Seed, B zero, so the model computes what it did; the rank at most
+// the narrowest width, input or output, of the adapted projections, see
+// CheckLoRA) and freezes the base weights: from now on Backward computes
+// the adapters' gradients
 // only, Grads is nil, and optimizers made by NewAdamW, and ClipGradNorm,
 // act on the adapters. An optimizer made before is for the base weights
 // and no longer fits. Sample and Score compute with the merged weights

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,6 +145,11 @@ func ReadPEFTConfig(dir string) (LoRAConfig, string, error) {
 	if err != nil {
 		return LoRAConfig{}, "", fmt.Errorf("native: peft: %w", err)
 	}
+	return parsePEFTConfig(raw)
+}
+
+// parsePEFTConfig is ReadPEFTConfig on the file's contents.
+func parsePEFTConfig(raw []byte) (LoRAConfig, string, error) {
 	var pc peftConfigIn
 	if err := json.Unmarshal(raw, &pc); err != nil {
 		return LoRAConfig{}, "", fmt.Errorf("native: peft: %s: %w", PEFTConfigFile, err)
@@ -220,14 +226,63 @@ func canonicalTargets(names []string) []string {
 	return out
 }
 
+// peftFileLimit bounds the size of an adapter_model.safetensors for
+// adapters of n float32 parameters in k tensors: the data (as float32,
+// the widest dtype read), the 8-byte length, and a header of up to 1 KiB
+// a tensor with 1 MiB to spare. A file over it is refused before it is
+// read, so that what LoadPEFT reads and expands stays proportional to the
+// model, whatever file it is pointed at.
+func peftFileLimit(n, k int) int64 { return 4*int64(n) + 8 + int64(k)<<10 + 1<<20 }
+
+// CheckPEFT reports, without loading weights, why the PEFT adapter
+// directory dir cannot go on m: its configuration (ReadPEFTConfig), a
+// rank or targets m cannot take (Model.CheckLoRA), or an
+// adapter_model.safetensors larger than such adapters need. A server
+// calls it before it copies the base model to load the adapter on.
+func CheckPEFT(dir string, m *Model) error {
+	cfg, _, err := ReadPEFTConfig(dir)
+	if err != nil {
+		return err
+	}
+	if err := m.CheckLoRA(cfg); err != nil {
+		return fmt.Errorf("%w (%s)", err, filepath.Join(dir, PEFTConfigFile))
+	}
+	return checkPEFTFile(dir, m, cfg)
+}
+
+// checkPEFTFile checks the size of dir's adapter_model.safetensors
+// against what adapters as cfg describes on m take.
+func checkPEFTFile(dir string, m *Model, cfg LoRAConfig) error {
+	ts, _ := cfg.targets()
+	n, k := 0, 0
+	for _, t := range ts {
+		_, in, out, _ := m.loraGeom(t)
+		n += cfg.Rank * (in + out) * m.cfg.Layers
+		k += 2 * m.cfg.Layers
+	}
+	st, err := os.Stat(filepath.Join(dir, PEFTWeightsFile))
+	if err != nil {
+		return fmt.Errorf("native: peft: %w", err)
+	}
+	if limit := peftFileLimit(n, k); st.Size() > limit {
+		return fmt.Errorf("native: peft: %s is %d bytes, more than the %d that %d adapter parameters of rank %d take",
+			PEFTWeightsFile, st.Size(), limit, n, cfg.Rank)
+	}
+	return nil
+}
+
 // LoadPEFT loads the PEFT LoRA adapter directory dir (see
 // ReadPEFTConfig for the configurations it refuses) into m: as new
 // adapters when m has none, or over m's adapters, which must then have the
 // same rank, alpha and target modules. Tensors may be float32, bfloat16 or
 // float16, named with or without the base_model.model. prefix; every
 // adapted module of every layer needs its lora_A ([r, in]) and lora_B
-// ([out, r]), and any other tensor is an error. The base model is not
-// checked beyond its shapes. On error, m is unchanged.
+// ([out, r]), and any other tensor is an error. The rank is bounded by
+// the model (Model.CheckLoRA) and the file by what such adapters take,
+// before anything is allocated for them; a weight that is not finite (NaN
+// or ±Inf) is an error, as such an adapter could only sample nonsense.
+// The base model is not checked beyond its shapes. On error, m is
+// unchanged.
 func LoadPEFT(dir string, m *Model) error {
 	cfg, _, err := ReadPEFTConfig(dir)
 	if err != nil {
@@ -243,6 +298,12 @@ func LoadPEFT(dir string, m *Model) error {
 		case !slices.Equal(have.Targets, cfg.Targets):
 			return fmt.Errorf("native: peft: %s: target_modules are %v, the model's adapters are on %v", dir, cfg.Targets, have.Targets)
 		}
+	}
+	if err := m.CheckLoRA(cfg); err != nil {
+		return fmt.Errorf("%w (%s)", err, filepath.Join(dir, PEFTConfigFile))
+	}
+	if err := checkPEFTFile(dir, m, cfg); err != nil {
+		return err
 	}
 	lo, err := newLoRA(m, cfg)
 	if err != nil {
@@ -279,6 +340,11 @@ func LoadPEFT(dir string, m *Model) error {
 				return fmt.Errorf("native: peft: %s: rank mismatch: tensor %q has shape %v, r = %d needs %v", PEFTWeightsFile, got.Name, got.Shape, cfg.Rank, t.Shape)
 			}
 			return fmt.Errorf("native: peft: %s: tensor %q has shape %v, the model needs %v (an adapter for another base model?)", PEFTWeightsFile, got.Name, got.Shape, t.Shape)
+		}
+		for i, x := range got.Data {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return fmt.Errorf("native: peft: %s: tensor %q holds %v at index %d: an adapter's weights must be finite", PEFTWeightsFile, got.Name, x, i)
+			}
 		}
 		copy(lo.params[t.Offset:t.Offset+t.Size], got.Data)
 		delete(byName, t.Name)

@@ -193,8 +193,14 @@ func (s *Server) addAdapter(ctx context.Context, name, path string, replace, con
 	ms := &s.models
 	ms.admin.Lock()
 	defer ms.admin.Unlock()
-	if !replace && ms.has(name) {
+	loaded := ms.has(name)
+	if !replace && loaded {
 		return badRequest("lora_name", "The lora adapter '%s' has already been loaded. If you want to load the adapter in place, set 'load_inplace' to True.", name)
+	}
+	// Checked before loading, which costs a copy of the model: loads are
+	// serialised by admin, so the count cannot change meanwhile.
+	if n := len(ms.list()); !loaded && n >= s.opts.MaxAdapters {
+		return badRequest("lora_name", "This server holds %d LoRA adapters, its limit (trainer serve -max-loras): unload one (/v1/unload_lora_adapter) before loading '%s'.", n, name)
 	}
 	dir, err := s.adapterDir(path, confined)
 	if err != nil {

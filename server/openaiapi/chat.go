@@ -149,6 +149,17 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 	if err != nil {
 		return nil, err
 	}
+	need := cost{tokens: int64(sp.n) * int64(len(prompt)+m)}
+	lpParam := "logprobs"
+	if logprobs {
+		need.logprobs = int64(sp.n) * s.positions(m, nTop)
+		if nTop > 0 {
+			lpParam = "top_logprobs"
+		}
+	}
+	if err := s.checkCost(need, param, lpParam); err != nil {
+		return nil, err
+	}
 	reqs := make([]policy.Request, sp.n)
 	for c := range reqs {
 		q := sp.params

@@ -200,6 +200,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 		return nil, badRequest("n", "%d prompts × n %d is over the limit of %d sequences per request", len(prompts), sp.n, maxSequences)
 	}
 	var reqs []policy.Request
+	var need cost
 	where := make([]int, 0, len(prompts)*sp.n) // choice -> index in reqs, or -1
 	for i, p := range prompts {
 		if len(p.ids) == 0 {
@@ -212,6 +213,21 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		n := int64(sp.n)
+		need.tokens += n * int64(len(p.ids)+m)
+		if wantLP {
+			shown := m
+			if echo {
+				shown += len(p.ids)
+			}
+			need.logprobs += n * s.positions(shown, nTop)
+		}
+		if wantPromptLP {
+			// Scored once, but carried by every choice of the prompt.
+			lp := n * s.positions(len(p.ids)-1, nPrompt)
+			need.logprobs += lp
+			need.promptLogprobs += lp
+		}
 		for c := range sp.n {
 			if m == 0 {
 				where = append(where, -1)
@@ -223,6 +239,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 			where = append(where, len(reqs))
 			reqs = append(reqs, policy.Request{Prompt: p.ids, Sampling: q})
 		}
+	}
+
+	if err := s.checkCost(need, "max_tokens", "logprobs"); err != nil {
+		return nil, err
 	}
 
 	beginStream(w, sp)

@@ -180,7 +180,12 @@
 // that leaves no room in the context, or a max_tokens that exceeds the room
 // or the cap, is a 400 (vLLM rejects, it does not truncate). n is at most Options.MaxN, and a request has at most 1024
 // sequences (prompts × n). max_tokens 0 is accepted only with echo (the
-// prompt is scored, nothing is generated).
+// prompt is scored, nothing is generated). Two budgets bound a request's
+// work and its reply, checked before any work: the tokens its choices
+// read and write (Options.MaxRequestTokens) and the log-probabilities its
+// reply carries, each reported position counting 1 plus its alternatives
+// in every choice (Options.MaxRequestLogprobs); a request over either is
+// a 400 that names the parameter to lower.
 //
 // LoRA adapters: as vLLM started with --enable-lora and
 // VLLM_ALLOW_RUNTIME_LORA_UPDATING=True (vllm/entrypoints/openai's
@@ -234,7 +239,11 @@
 // (native.LoadPEFT) to a copy of the base model: one model copy per
 // adapter, fine for the small models served here, and sampling exactly
 // what `trainer serve -checkpoint ADAPTER_DIR` samples for the same seed.
-// Unload adapters that are no longer used: nothing evicts them.
+// Unload adapters that are no longer used: nothing evicts them, and at
+// most Options.MaxAdapters are loaded at once (a new name past it is a
+// 400). An adapter is checked against the base model before the copy
+// (native.CheckPEFT: its rank, its file's size), and one whose weights
+// are not all finite does not load.
 //
 // Streaming: the embedded policy samples whole sequences in batches, so a
 // streamed reply is the finished reply cut into the chunks a token-by-token

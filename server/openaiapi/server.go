@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +35,28 @@ type Options struct {
 	MaxTokensCap int
 	// MaxN is the largest n (default 128).
 	MaxN int
+	// MaxRequestTokens bounds the tokens one request has the model read
+	// and write, and its reply carry: summed over its choices, the prompt
+	// and max_tokens (default: the larger of 262,144 and 32 × the
+	// context). A request over it is a 400 that names the parameter to
+	// lower.
+	MaxRequestTokens int
+	// MaxRequestLogprobs bounds the log-probabilities one request's reply
+	// carries, summed over its choices: every position reported with
+	// logprobs, prompt_logprobs or top_logprobs counts 1 plus its
+	// alternatives (default: the larger of 262,144 and the context × 21,
+	// one sequence of the whole context with the most alternatives
+	// allowed). Each costs a pass over the vocabulary and some 40 bytes
+	// of JSON: without it, a request of under 1 MiB (340 prompts of 767
+	// ids, echo, logprobs and prompt_logprobs 20) asked for a 496 MB
+	// reply. A request over it is a 400 that names the parameter to
+	// lower.
+	MaxRequestLogprobs int
+	// MaxAdapters is the most LoRA adapters loaded at once (default 4):
+	// each is a copy of the base model's weights. Loading one more, under
+	// a new name, is a 400 until one is unloaded; replacing one in place
+	// (load_inplace) is not counted.
+	MaxAdapters int
 	// MaxBatch is the most sequences merged into one policy.Sample call
 	// (default 256). A single request with more sequences runs alone.
 	MaxBatch int
@@ -68,14 +91,28 @@ const (
 	defaultMaxRequestBytes = 1 << 20
 	defaultMaxN            = 128
 	defaultMaxBatch        = 256
+	defaultMaxAdapters     = 4
 	defaultBatchWindow     = 3 * time.Millisecond
+	// minRequestBudget is the floor of the default token and log-prob
+	// budgets of a request, for models of a short context: room for 1024
+	// sequences of 256 tokens.
+	minRequestBudget = 1 << 18
 	// maxSequences caps prompts × n in one request.
 	maxSequences = 1024
 	// wireNegInf is vLLM's stand-in for a log-prob of -Inf.
 	wireNegInf = -9999.0
 )
 
-func (o *Options) setDefaults() {
+func (o *Options) setDefaults(context int) {
+	if o.MaxRequestTokens <= 0 {
+		o.MaxRequestTokens = max(minRequestBudget, 32*context)
+	}
+	if o.MaxRequestLogprobs <= 0 {
+		o.MaxRequestLogprobs = max(minRequestBudget, context*(1+maxTopLogprobs))
+	}
+	if o.MaxAdapters <= 0 {
+		o.MaxAdapters = defaultMaxAdapters
+	}
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = defaultMaxRequestBytes
 	}
@@ -131,7 +168,7 @@ type vocabularyPolicy interface {
 
 // New returns a Server for p. Close it to stop its batching goroutine.
 func New(p policy.Policy, opts Options) *Server {
-	opts.setDefaults()
+	opts.setDefaults(p.Info().MaxContext)
 	s := &Server{p: p, opts: opts, model: opts.Model, log: opts.Logger}
 	if s.model == "" {
 		s.model = p.Info().Name
@@ -368,6 +405,9 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) error {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
 			return &apiError{status: http.StatusRequestEntityTooLarge, message: fmt.Sprintf("request body over the limit of %d bytes", mb.Limit)}
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return &apiError{status: http.StatusRequestTimeout, message: "the request body did not arrive in time"}
 		}
 		return badRequest("", "reading the request body: %v", err)
 	}

@@ -27,7 +27,8 @@
 // invalid: a sequence longer than the context, too many data), 404
 // (unknown session, model, sampling session, checkpoint or request), 409
 // (a seq_id reused for another request, a checkpoint name taken), 413 (a
-// body over Options.MaxRequestBytes) or 415 (a body that is not JSON).
+// body over its limit), 415 (a body that is not JSON) or 429 (a limit of
+// the server's state reached; see Limits).
 // Unknown routes are 404 and wrong methods 405. With Options.APIKey set,
 // every route but healthz needs the key, as the SDK's X-API-Key header or
 // as "Authorization: Bearer KEY".
@@ -69,6 +70,10 @@
 // learner (train/inprocess/learner.go). A non-finite gradient is cleared
 // without an update, and the metrics say so (skipped:sum 1).
 //
+// unload_model frees a model, after the requests already queued for it:
+// its weights and optimizer state go, later requests are 404, saved
+// weights stay.
+//
 // # Weights
 //
 // save_weights_for_sampler snapshots the weights, for asample, at
@@ -99,10 +104,37 @@
 // most likely tokens at each prompt position. Requests that arrive
 // together are sampled in one call per set of weights.
 //
+// # Limits
+//
+// Everything a client can make the server hold is bounded, so that no
+// request, or stream of requests, exhausts its memory or disk (each bound
+// an Options field):
+//
+//   - Tensors: a TensorData's declared shape is checked against its data,
+//     and against the datum's tokens, before it is expanded.
+//   - Bodies: forward and forward_backward take at most MaxRequestTokens
+//     tokens (16 × max(MaxForwardTokens, context) by default) and a body
+//     of 128 bytes a token; asample a body sized to a prompt of the
+//     model's context; other routes 1 MiB; all within MaxRequestBytes. At
+//     most 2 forward bodies are read and decoded at once (then 429).
+//   - Results: at most MaxFutures (4096) held, pending or not yet
+//     retrieved, of at most MaxFutureBytes (256 MiB) together, a pending
+//     request counted at the most its result can take; past either, 429
+//     until clients retrieve theirs. A retrieved result is freed 30 s
+//     later (sooner under pressure), an unretrieved one after FutureTTL
+//     (10 minutes).
+//   - Work: MaxModels models (4; unload_model frees one), MaxQueuedRequests
+//     requests queued per model (64), MaxQueuedSamples sequences queued
+//     for the sampler (8 × MaxSampleBatch); past them, 429.
+//   - Disk: with DiskQuota, saves that would pass it fail as user errors.
+//   - State: 1024 sessions, 4096 sampling sessions and 4096 seq_ids per
+//     model are remembered, the oldest forgotten first (a seq_id at or
+//     below one forgotten is a 409).
+//
 // # Not supported
 //
 // Image chunks (a user error), training the unembedding (train_unembed),
-// loss functions beyond the three above, unload_model, checkpoint listing
+// loss functions beyond the three above, checkpoint listing
 // and download, and protobuf: bodies and results are JSON only. The newest
 // official SDK sends forward_backward as application/x-protobuf (answered
 // 415 with a detail saying so) and takes sample and forward_backward

@@ -356,7 +356,7 @@ func (ts *testServer) modelWeights(t testing.TB, id string) (trained, base []flo
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr, err := ts.Server.submit(mod, "test", nil, nil, nil, func(_ context.Context, mod *model) (any, error) {
+	fr, err := ts.Server.submit(mod, "test", nil, nil, 0, nil, func(_ context.Context, mod *model) (any, error) {
 		trained, base = weightsOf(mod.m)
 		return struct{}{}, nil
 	}, nil)

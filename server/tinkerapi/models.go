@@ -70,11 +70,14 @@ type model struct {
 	cfg     modelConfig
 	wake    chan struct{} // a job was queued
 
-	mu      sync.Mutex
-	pending []*job
-	lastSeq int                  // highest seq_id started
-	seqs    map[int]seqRecord    // every seq_id queued, for retries
-	saving  map[string]*struct{} // "kind/name" of checkpoints being written
+	mu       sync.Mutex
+	pending  []*job
+	lastSeq  int                  // highest seq_id started
+	seqs     map[int]seqRecord    // the seq_ids queued, for retries (at most maxSeqRecords)
+	seqOrder []int                // seqs' keys in the order they came
+	seqFloor int                  // the highest seq_id forgotten; math.MinInt while none was
+	saving   map[string]*struct{} // "kind/name" of checkpoints being written
+	closed   bool                 // unloaded: it takes no more requests
 
 	// Owned by the worker.
 	m   *native.Model
@@ -123,16 +126,19 @@ func payloadHash(kind string, payload any) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// submit queues a request of mod. A request whose seq_id was seen before
-// with the same type and payload is a retry: it gets the original request
-// id and is not queued again; with anything else it is a 409. reserve, if
-// set, runs under the model's lock once the request is known to be new,
-// and may refuse it.
-func (s *Server) submit(mod *model, kind string, seq *int, payload any, reserve func() error,
+// submit queues a request of mod whose result takes at most est bytes.
+// A request whose seq_id was seen before with the same type and payload
+// is a retry: it gets the original request id and is not queued again;
+// with anything else it is a 409. reserve, if set, runs under the model's
+// lock once the request is known to be new, and may refuse it.
+func (s *Server) submit(mod *model, kind string, seq *int, payload any, est int64, reserve func() error,
 	run func(ctx context.Context, mod *model) (any, error), done func()) (wire.FutureResponse, error) {
 	hash := payloadHash(kind, payload)
 	mod.mu.Lock()
 	defer mod.mu.Unlock()
+	if mod.closed {
+		return wire.FutureResponse{}, notFound("Model not found: %q (it was unloaded)", mod.id)
+	}
 	if seq != nil {
 		if rec, ok := mod.seqs[*seq]; ok {
 			if rec.hash != hash {
@@ -141,15 +147,34 @@ func (s *Server) submit(mod *model, kind string, seq *int, payload any, reserve 
 			}
 			return futureResponse(rec.requestID, nil), nil
 		}
+		if *seq <= mod.seqFloor {
+			return wire.FutureResponse{}, errorf(http.StatusConflict,
+				"seq_id %d of model %s is at or below %d, a seq_id this server no longer remembers (it keeps the last %d): it cannot tell a retry from a reuse", *seq, mod.id, mod.seqFloor, maxSeqRecords)
+		}
+	}
+	if len(mod.pending) >= s.opts.MaxQueuedRequests {
+		return wire.FutureResponse{}, errorf(http.StatusTooManyRequests,
+			"model %s has %d requests queued, this server's limit (MaxQueuedRequests): wait for their results before submitting more", mod.id, len(mod.pending))
+	}
+	f, err := s.newFuture(est)
+	if err != nil {
+		return wire.FutureResponse{}, err
 	}
 	if reserve != nil {
 		if err := reserve(); err != nil {
+			s.dropFuture(f)
 			return wire.FutureResponse{}, err
 		}
 	}
-	f := s.newFuture()
 	if seq != nil {
 		mod.seqs[*seq] = seqRecord{requestID: f.id, hash: hash}
+		mod.seqOrder = append(mod.seqOrder, *seq)
+		for len(mod.seqOrder) > maxSeqRecords {
+			old := mod.seqOrder[0]
+			mod.seqOrder = mod.seqOrder[1:]
+			delete(mod.seqs, old)
+			mod.seqFloor = max(mod.seqFloor, old)
+		}
 	}
 	mod.pending = append(mod.pending, &job{kind: kind, fut: f, seq: seq, arrived: time.Now(), run: run, done: done})
 	select {
@@ -215,9 +240,11 @@ func (mod *model) next(closing <-chan struct{}, gap time.Duration) *job {
 	}
 }
 
-// runModel is a model's worker.
+// runModel is a model's worker. It stops when the server closes or once
+// the model is unloaded.
 func (s *Server) runModel(mod *model) {
 	defer s.wg.Done()
+	gone := errors.New("the server closed before the request ran")
 	for {
 		j := mod.next(s.closing, s.opts.SeqGapWait)
 		if j == nil {
@@ -225,7 +252,7 @@ func (s *Server) runModel(mod *model) {
 		}
 		var res any
 		var err error
-		if j.kind != "create_model" && mod.m == nil {
+		if j.kind != "create_model" && j.kind != "unload_model" && mod.m == nil {
 			err = fmt.Errorf("model %s could not be created: %v", mod.id, mod.err)
 		} else {
 			start := time.Now()
@@ -236,17 +263,29 @@ func (s *Server) runModel(mod *model) {
 		if j.done != nil {
 			j.done()
 		}
+		if j.kind == "unload_model" && err == nil {
+			// Forgotten before the result is out, so that a client that
+			// reads it can create a model in its place.
+			s.mu.Lock()
+			delete(s.models, mod.id)
+			s.mu.Unlock()
+			mod.m, mod.opt = nil, nil
+			gone = userErrorf("model %s was unloaded before the request ran", mod.id)
+			s.log.Info("tinker model unloaded", "model_id", mod.id)
+			s.finish(j.fut, res, nil)
+			break
+		}
 		s.finish(j.fut, res, err)
 	}
 	mod.mu.Lock()
 	rest := mod.pending
-	mod.pending = nil
+	mod.pending, mod.closed = nil, true
 	mod.mu.Unlock()
 	for _, j := range rest {
 		if j.done != nil {
 			j.done()
 		}
-		s.finish(j.fut, nil, errors.New("the server closed before the request ran"))
+		s.finish(j.fut, nil, gone)
 	}
 }
 
@@ -326,17 +365,25 @@ func (s *Server) createModel(_ *http.Request, body []byte) (any, error) {
 	}
 	mod := &model{
 		id: httpapi.NewID("model_"), session: req.SessionID, created: time.Now(), cfg: cfg,
-		wake: make(chan struct{}, 1), seqs: map[int]seqRecord{}, saving: map[string]*struct{}{},
+		wake: make(chan struct{}, 1), seqs: map[int]seqRecord{}, seqFloor: math.MinInt, saving: map[string]*struct{}{},
 	}
 	s.mu.Lock()
+	if n := len(s.models); n >= s.opts.MaxModels {
+		s.mu.Unlock()
+		return nil, errorf(http.StatusTooManyRequests,
+			"this server holds %d models, its limit (MaxModels; trainer serve -tinker-max-models): unload one (unload_model) before creating another", n)
+	}
 	s.models[mod.id] = mod
 	s.mu.Unlock()
-	s.wg.Add(1)
-	go s.runModel(mod)
-	resp, err := s.submit(mod, "create_model", nil, req, nil, s.runCreateModel, nil)
+	resp, err := s.submit(mod, "create_model", nil, req, 0, nil, s.runCreateModel, nil)
 	if err != nil {
+		s.mu.Lock()
+		delete(s.models, mod.id)
+		s.mu.Unlock()
 		return nil, err
 	}
+	s.wg.Add(1)
+	go s.runModel(mod)
 	id := mod.id
 	resp.ModelID = &id
 	return resp, nil
@@ -378,6 +425,29 @@ func (s *Server) cloneBase() *native.Model {
 		c.MergeLoRA() // cannot fail: the clone has adapters
 	}
 	return c
+}
+
+// unloadModel queues the model's unload behind its queued requests: its
+// weights and optimizer state are freed, requests sent later are 404, and
+// saved weights stay.
+func (s *Server) unloadModel(_ *http.Request, body []byte) (any, error) {
+	var req wire.UnloadModelRequest
+	if err := decode(body, &req); err != nil {
+		return nil, err
+	}
+	mod, err := s.getModel(req.ModelID)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.submit(mod, "unload_model", nil, req, 0, nil, func(context.Context, *model) (any, error) {
+		return wire.UnloadModelResponse{ModelID: mod.id, Type: "unload_model"}, nil
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	id := mod.id
+	resp.ModelID = &id
+	return resp, nil
 }
 
 func (s *Server) getInfo(_ *http.Request, body []byte) (any, error) {

@@ -110,15 +110,37 @@ func (s *Server) asample(_ *http.Request, body []byte) (any, error) {
 		MaxTokens: sp.MaxTokens, StopTokens: ids, Seed: seed}
 	j.promptLP = req.PromptLogprobs != nil && *req.PromptLogprobs
 	j.topK = req.TopKPromptLogprobs
-	j.fut = s.newFuture()
 	s.sampleMu.Lock()
+	defer s.sampleMu.Unlock()
+	if q := s.sampleSeqs; q+j.n > s.opts.MaxQueuedSamples {
+		return nil, errorf(http.StatusTooManyRequests,
+			"%d sequences are queued for sampling, and num_samples %d would pass this server's limit of %d (MaxQueuedSamples): wait for results before submitting more",
+			q, j.n, s.opts.MaxQueuedSamples)
+	}
+	if j.fut, err = s.newFuture(j.resultBytes(maxSeq)); err != nil {
+		return nil, err
+	}
 	s.sampleQ = append(s.sampleQ, j)
-	s.sampleMu.Unlock()
+	s.sampleSeqs += j.n
 	select {
 	case s.sampleWake <- struct{}{}:
 	default:
 	}
 	return futureResponse(j.fut.id, nil), nil
+}
+
+// resultBytes bounds the JSON of the job's result: each sample's tokens
+// and log-probs up to the room the context leaves, and the prompt's
+// log-probs and alternatives when asked for.
+func (j *sampleJob) resultBytes(maxSeq int) int64 {
+	room := int64(max(0, min(j.sampling.MaxTokens, maxSeq-len(j.prompt))))
+	n := int64(j.n) * (room*perValueBytes + 128)
+	p := int64(len(j.prompt))
+	if j.promptLP || j.topK > 0 {
+		n += p * perValueBytes
+	}
+	n += p * int64(j.topK) * perValueBytes
+	return n + smallResultBytes
 }
 
 // parseStop reads sampling_params.stop: absent, a string, or a list of
@@ -169,7 +191,7 @@ func (s *Server) runSampler() {
 	}
 	s.sampleMu.Lock()
 	rest := s.sampleQ
-	s.sampleQ = nil
+	s.sampleQ, s.sampleSeqs = nil, 0
 	s.sampleMu.Unlock()
 	for _, j := range rest {
 		s.finish(j.fut, nil, errors.New("the server closed before the request ran"))
@@ -189,6 +211,7 @@ func (s *Server) takeSamples() []*sampleJob {
 			}
 			jobs := slices.Clone(q[:k])
 			s.sampleQ = slices.Delete(q, 0, k)
+			s.sampleSeqs -= n
 			s.sampleMu.Unlock()
 			return jobs
 		}

@@ -34,11 +34,21 @@ type Options struct {
 	// SDK's "X-API-Key: KEY" or as "Authorization: Bearer KEY".
 	APIKey string
 	// MaxRequestBytes caps a request body (default 64 MiB); larger bodies
-	// get 413.
+	// get 413. Each route is held to less where it can take less: a
+	// forward or forward_backward body to what MaxRequestTokens tokens
+	// need (128 bytes a token: its id and four float64 inputs), an
+	// asample body to what a prompt of the model's context needs, every
+	// other body to 1 MiB.
 	MaxRequestBytes int64
 	// MaxData is the most data in one forward or forward_backward
 	// (default 1024, the SDK's chunk size).
 	MaxData int
+	// MaxRequestTokens is the most tokens, summed over its data, of one
+	// forward or forward_backward request (default 16 × the larger of
+	// MaxForwardTokens and the model's context). The SDK splits a batch
+	// into requests of at most 5 MB; a client that does not must keep
+	// its batches within this.
+	MaxRequestTokens int
 	// MaxSamples is the largest num_samples (default 128).
 	MaxSamples int
 	// MaxTopKPromptLogprobs is the largest topk_prompt_logprobs (default
@@ -52,6 +62,30 @@ type Options struct {
 	// MaxSampleBatch is the most sequences merged into one sampling call
 	// (default 256); a single request with more runs alone.
 	MaxSampleBatch int
+	// MaxQueuedSamples is the most sequences (num_samples summed over
+	// asample requests) waiting for the sampler (default 8 ×
+	// MaxSampleBatch); more get 429 until the queue drains.
+	MaxQueuedSamples int
+	// MaxModels is the most models (create_model) held at once (default
+	// 4): each is a copy of the base weights, with its gradient and
+	// optimizer state. More get 429; unload_model frees one.
+	MaxModels int
+	// MaxQueuedRequests is the most requests of one model queued for its
+	// worker (default 64); more get 429.
+	MaxQueuedRequests int
+	// MaxFutures is the most results the server holds, pending or not
+	// yet retrieved (default 4096), and MaxFutureBytes their size
+	// (default 256 MiB), a pending request counted at the most its result
+	// can take. A request that would pass either gets 429 until clients
+	// retrieve theirs; a retrieved result is freed 30 s later (sooner
+	// when the limits are reached).
+	MaxFutures     int
+	MaxFutureBytes int64
+	// DiskQuota, when positive, bounds the bytes of saved weights in Dir
+	// (those there at start included): a save that would pass it fails
+	// as a user error. Zero means no quota (the in-process server of a
+	// training run); `trainer serve` sets DefaultDiskQuota.
+	DiskQuota int64
 	// RetrieveWait is how long retrieve_future holds a request whose
 	// result is not ready before answering 408 (default 300 s, as SkyRL's
 	// server; the SDK then asks again).
@@ -61,7 +95,7 @@ type Options struct {
 	// runs anyway (default 100 ms; negative means not at all).
 	SeqGapWait time.Duration
 	// FutureTTL is how long a finished request's result stays
-	// retrievable (default 1 hour).
+	// retrievable when nobody retrieves it (default 10 minutes).
 	FutureTTL time.Duration
 	// SamplerCache is the number of sampler weights (snapshots and
 	// checkpoints read back) kept in memory for asample (default 4); the
@@ -79,13 +113,41 @@ const (
 	defaultMaxTopK         = 20
 	defaultForwardTokens   = 8192
 	defaultSampleBatch     = 256
+	defaultMaxModels       = 4
+	defaultQueuedRequests  = 64
+	defaultMaxFutures      = 4096
+	defaultFutureBytes     = 256 << 20
 	defaultRetrieveWait    = 300 * time.Second
 	defaultSeqGapWait      = 100 * time.Millisecond
-	defaultFutureTTL       = time.Hour
+	defaultFutureTTL       = 10 * time.Minute
 	defaultSamplerCache    = 4
 )
 
-func (o *Options) setDefaults() {
+// Bounds of the server's small state, which clients create without limit
+// otherwise: past them, the oldest entry is forgotten (a session by its
+// last heartbeat, a sampling session by its creation, a model's seq_id
+// records in the order they came).
+const (
+	maxSessions         = 1024
+	maxSamplingSessions = 4096
+	maxSeqRecords       = 4096
+)
+
+// Body limits (see Options.MaxRequestBytes).
+const (
+	smallBodyBytes = 1 << 20
+	// bytesPerToken is the most JSON a token of a forward datum takes:
+	// its id in model_input and target_tokens, and weights, advantages
+	// and logprobs as float64 at most 24 characters each, separators
+	// included, with room to spare.
+	bytesPerToken = 128
+	// largeBodySlots is the number of forward and forward_backward bodies
+	// read and decoded at once: decoding one takes several times its size
+	// in memory, so more at once get 429.
+	largeBodySlots = 2
+)
+
+func (o *Options) setDefaults(context int) {
 	if o.MaxRequestBytes <= 0 {
 		o.MaxRequestBytes = defaultMaxRequestBytes
 	}
@@ -101,8 +163,26 @@ func (o *Options) setDefaults() {
 	if o.MaxForwardTokens <= 0 {
 		o.MaxForwardTokens = defaultForwardTokens
 	}
+	if o.MaxRequestTokens <= 0 {
+		o.MaxRequestTokens = 16 * max(o.MaxForwardTokens, context)
+	}
 	if o.MaxSampleBatch <= 0 {
 		o.MaxSampleBatch = defaultSampleBatch
+	}
+	if o.MaxQueuedSamples <= 0 {
+		o.MaxQueuedSamples = 8 * o.MaxSampleBatch
+	}
+	if o.MaxModels <= 0 {
+		o.MaxModels = defaultMaxModels
+	}
+	if o.MaxQueuedRequests <= 0 {
+		o.MaxQueuedRequests = defaultQueuedRequests
+	}
+	if o.MaxFutures <= 0 {
+		o.MaxFutures = defaultMaxFutures
+	}
+	if o.MaxFutureBytes <= 0 {
+		o.MaxFutureBytes = defaultFutureBytes
 	}
 	if o.RetrieveWait <= 0 {
 		o.RetrieveWait = defaultRetrieveWait
@@ -119,6 +199,16 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+}
+
+// DefaultDiskQuota is the disk quota `trainer serve` gives a server of
+// base: 32 checkpoints of its full weights with their optimizer state,
+// and at least 1 GiB.
+func DefaultDiskQuota(base *local.Policy) int64 {
+	m := base.Lock()
+	n := int64(m.NumParams())
+	base.Unlock()
+	return max(1<<30, 32*fullCheckpointBytes(n))
 }
 
 // Server is an http.Handler serving the Tinker API for one base policy. It
@@ -141,12 +231,18 @@ type Server struct {
 	samplings map[string]*samplingSession
 	models    map[string]*model
 	futures   map[string]*future
-	created   int // futures made, for the periodic sweep
+	// futureBytes is the futures' size: a finished one's result, a
+	// pending one's reservation.
+	futureBytes int64
 
 	sampleMu   sync.Mutex
 	sampleQ    []*sampleJob
+	sampleSeqs int // sequences in sampleQ
 	sampleWake chan struct{}
 	samplers   samplerCache
+
+	largeBodies chan struct{} // see largeBodySlots
+	disk        diskUsage
 
 	baseCfg     native.Config // the base model's architecture
 	unembedOnce sync.Once
@@ -166,16 +262,18 @@ func New(base *local.Policy, opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("tinkerapi: state directory: %w", err)
 	}
-	opts.setDefaults()
+	opts.setDefaults(base.Info().MaxContext)
 	s := &Server{
 		base: base, opts: opts, model: opts.Model, log: opts.Logger,
-		closing:    make(chan struct{}),
-		sessions:   map[string]*session{},
-		samplings:  map[string]*samplingSession{},
-		models:     map[string]*model{},
-		futures:    map[string]*future{},
-		sampleWake: make(chan struct{}, 1),
-		samplers:   samplerCache{limit: opts.SamplerCache},
+		closing:     make(chan struct{}),
+		sessions:    map[string]*session{},
+		samplings:   map[string]*samplingSession{},
+		models:      map[string]*model{},
+		futures:     map[string]*future{},
+		sampleWake:  make(chan struct{}, 1),
+		samplers:    samplerCache{limit: opts.SamplerCache},
+		largeBodies: make(chan struct{}, largeBodySlots),
+		disk:        diskUsage{quota: opts.DiskQuota},
 	}
 	if s.model == "" {
 		s.model = base.Info().Name
@@ -188,8 +286,9 @@ func New(base *local.Policy, opts Options) (*Server, error) {
 	base.Unlock()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.routes()
-	s.wg.Add(1)
+	s.wg.Add(2)
 	go s.runSampler()
+	go s.sweeper()
 	return s, nil
 }
 
@@ -273,20 +372,25 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, "get_server_capabilities", s.capabilities)
 	s.handle(http.MethodPost, "client/config", s.clientConfig)
 	s.handle(http.MethodPost, "telemetry", s.telemetry)
-	s.handle(http.MethodPost, "create_session", s.respond(s.createSession))
-	s.handle(http.MethodPost, "session_heartbeat", s.respond(s.heartbeat))
-	s.handle(http.MethodPost, "create_sampling_session", s.respond(s.createSamplingSession))
+	small := s.respond(smallBodyBytes, false)
+	s.handle(http.MethodPost, "create_session", small(s.createSession))
+	s.handle(http.MethodPost, "session_heartbeat", small(s.heartbeat))
+	s.handle(http.MethodPost, "create_sampling_session", small(s.createSamplingSession))
 	s.handle(http.MethodGet, "samplers/{id}", s.getSampler)
-	s.handle(http.MethodPost, "create_model", s.respond(s.createModel))
-	s.handle(http.MethodPost, "get_info", s.respond(s.getInfo))
-	s.handle(http.MethodPost, "forward", s.respond(s.forward))
-	s.handle(http.MethodPost, "forward_backward", s.respond(s.forwardBackward))
-	s.handle(http.MethodPost, "optim_step", s.respond(s.optimStep))
-	s.handle(http.MethodPost, "save_weights", s.respond(s.saveWeights))
-	s.handle(http.MethodPost, "save_weights_for_sampler", s.respond(s.saveWeightsForSampler))
-	s.handle(http.MethodPost, "load_weights", s.respond(s.loadWeights))
-	s.handle(http.MethodPost, "weights_info", s.respond(s.weightsInfo))
-	s.handle(http.MethodPost, "asample", s.respond(s.asample))
+	s.handle(http.MethodPost, "create_model", small(s.createModel))
+	s.handle(http.MethodPost, "unload_model", small(s.unloadModel))
+	s.handle(http.MethodPost, "get_info", small(s.getInfo))
+	large := s.respond(bytesPerToken*int64(s.opts.MaxRequestTokens)+smallBodyBytes, true)
+	s.handle(http.MethodPost, "forward", large(s.forward))
+	s.handle(http.MethodPost, "forward_backward", large(s.forwardBackward))
+	s.handle(http.MethodPost, "optim_step", small(s.optimStep))
+	s.handle(http.MethodPost, "save_weights", small(s.saveWeights))
+	s.handle(http.MethodPost, "save_weights_for_sampler", small(s.saveWeightsForSampler))
+	s.handle(http.MethodPost, "load_weights", small(s.loadWeights))
+	s.handle(http.MethodPost, "weights_info", small(s.weightsInfo))
+	// A prompt of the whole context, as ids of up to 7 characters, and
+	// room for the sampling parameters and stop strings.
+	s.handle(http.MethodPost, "asample", s.respond(8*int64(s.base.Info().MaxContext)+smallBodyBytes, false)(s.asample))
 	s.handle(http.MethodPost, "retrieve_future", s.retrieveFuture)
 	// ServeMux's own 404 and 405 are plain text: answer them as FastAPI
 	// does, in the {"detail": ...} body the SDK reads.
@@ -365,20 +469,41 @@ func (s *Server) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(key)), []byte(s.opts.APIKey)) == 1
 }
 
-// respond adapts a handler that returns its reply or an error.
-func (s *Server) respond(f func(r *http.Request, body []byte) (any, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		body, herr := s.readBody(w, r)
-		if herr != nil {
-			writeError(w, herr)
-			return
+// respond returns the adapter of handlers that return their reply or an
+// error, reading bodies of at most limit bytes (and MaxRequestBytes).
+// With large, at most largeBodySlots such bodies are read and decoded at
+// once; more get 429.
+func (s *Server) respond(limit int64, large bool) func(f func(r *http.Request, body []byte) (any, error)) http.HandlerFunc {
+	limit = min(limit, s.opts.MaxRequestBytes)
+	return func(f func(r *http.Request, body []byte) (any, error)) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if large {
+				select {
+				case s.largeBodies <- struct{}{}:
+				default:
+					w.Header().Set("Retry-After", "1")
+					writeError(w, errorf(http.StatusTooManyRequests, "%d forward requests are being read already: try again shortly", largeBodySlots))
+					return
+				}
+			}
+			body, herr := s.readBody(w, r, limit)
+			var resp any
+			var err error
+			if herr == nil {
+				resp, err = f(r, body)
+			}
+			if large {
+				<-s.largeBodies
+			}
+			switch {
+			case herr != nil:
+				writeError(w, herr)
+			case err != nil:
+				s.fail(w, r, err)
+			default:
+				writeJSON(w, http.StatusOK, resp)
+			}
 		}
-		resp, err := f(r, body)
-		if err != nil {
-			s.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, resp)
 	}
 }
 
@@ -392,13 +517,23 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, he)
 }
 
-// readBody reads a request body within the size limit.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *httpError) {
-	data, err := httpapi.ReadBody(w, r, s.opts.MaxRequestBytes)
+// readBody reads a request body of at most limit bytes.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *httpError) {
+	limit = min(limit, s.opts.MaxRequestBytes)
+	if r.ContentLength > limit {
+		// Refused before reading, and the connection closed after the
+		// reply, as MaxBytesReader does.
+		w.Header().Set("Connection", "close")
+		return nil, errorf(http.StatusRequestEntityTooLarge, "request body of %d bytes over the limit of %d bytes for %s", r.ContentLength, limit, r.URL.Path)
+	}
+	data, err := httpapi.ReadBody(w, r, limit)
 	if err != nil {
 		var mb *http.MaxBytesError
 		if errors.As(err, &mb) {
-			return nil, errorf(http.StatusRequestEntityTooLarge, "request body over the limit of %d bytes", mb.Limit)
+			return nil, errorf(http.StatusRequestEntityTooLarge, "request body over the limit of %d bytes for %s", mb.Limit, r.URL.Path)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, errorf(http.StatusRequestTimeout, "the request body did not arrive in time")
 		}
 		return nil, badRequest("reading the request body: %v", err)
 	}
@@ -441,7 +576,7 @@ func (s *Server) capabilities(w http.ResponseWriter, _ *http.Request) {
 // clientConfig answers the SDK's first call: no JWT exchange, and the
 // chunks of a forward_backward sent in order.
 func (s *Server) clientConfig(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.readBody(w, r); err != nil {
+	if _, err := s.readBody(w, r, smallBodyBytes); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -451,7 +586,7 @@ func (s *Server) clientConfig(w http.ResponseWriter, r *http.Request) {
 // telemetry accepts the SDK's telemetry and drops it: nothing leaves an
 // offline server.
 func (s *Server) telemetry(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.readBody(w, r); err != nil {
+	if _, err := s.readBody(w, r, smallBodyBytes); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -469,6 +604,7 @@ type session struct {
 // sampler weights.
 type samplingSession struct {
 	id        string
+	created   time.Time
 	session   string
 	base      bool
 	modelPath string // when !base
@@ -482,6 +618,17 @@ func (s *Server) createSession(_ *http.Request, body []byte) (any, error) {
 	now := time.Now()
 	se := &session{id: httpapi.NewID("session_"), created: now, heartbeat: now}
 	s.mu.Lock()
+	if len(s.sessions) >= maxSessions {
+		// The session heard from least recently: a client that still
+		// heartbeats every 10 s is never it while others have stopped.
+		var oldest *session
+		for _, o := range s.sessions {
+			if oldest == nil || o.heartbeat.Before(oldest.heartbeat) {
+				oldest = o
+			}
+		}
+		delete(s.sessions, oldest.id)
+	}
 	s.sessions[se.id] = se
 	s.mu.Unlock()
 	return wire.CreateSessionResponse{SessionID: se.id, Type: "create_session"}, nil
@@ -520,7 +667,7 @@ func (s *Server) createSamplingSession(_ *http.Request, body []byte) (any, error
 	if (req.BaseModel == nil) == (req.ModelPath == nil) {
 		return nil, badRequest("Exactly one of base_model or model_path must be provided")
 	}
-	ss := &samplingSession{id: httpapi.NewID("sampling_"), session: req.SessionID}
+	ss := &samplingSession{id: httpapi.NewID("sampling_"), created: time.Now(), session: req.SessionID}
 	if req.BaseModel != nil {
 		if err := s.checkBase(*req.BaseModel); err != nil {
 			return nil, err
@@ -533,10 +680,26 @@ func (s *Server) createSamplingSession(_ *http.Request, body []byte) (any, error
 		}
 		ss.modelPath = tp.String()
 	}
-	s.mu.Lock()
-	s.samplings[ss.id] = ss
-	s.mu.Unlock()
+	s.addSampling(ss)
 	return wire.CreateSamplingSessionResponse{SamplingSessionID: ss.id, Type: "create_sampling_session"}, nil
+}
+
+// addSampling registers a sampling session, forgetting the oldest one
+// past maxSamplingSessions (a training run makes one per version of its
+// weights, and samples the newest).
+func (s *Server) addSampling(ss *samplingSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.samplings) >= maxSamplingSessions {
+		var oldest *samplingSession
+		for _, o := range s.samplings {
+			if oldest == nil || o.created.Before(oldest.created) {
+				oldest = o
+			}
+		}
+		delete(s.samplings, oldest.id)
+	}
+	s.samplings[ss.id] = ss
 }
 
 // getSampler serves GET samplers/{id}.

@@ -93,6 +93,16 @@ type fbInput struct {
 	data []datum
 }
 
+// resultBytes bounds the JSON of the input's result: two per-token
+// outputs of every datum, and their framing.
+func (in *fbInput) resultBytes() int64 {
+	var n int64
+	for _, d := range in.data {
+		n += 2*perValueBytes*int64(len(d.seq)) + 256
+	}
+	return n + smallResultBytes
+}
+
 // prepare checks a forward or forward_backward input against the model:
 // the loss, its configuration and inputs, the tokens and the context.
 func (s *Server) prepare(in wire.ForwardBackwardInput) (*fbInput, error) {
@@ -126,6 +136,17 @@ func (s *Server) prepare(in wire.ForwardBackwardInput) (*fbInput, error) {
 	case n > s.opts.MaxData:
 		return nil, badRequest("%d data in one request exceed the limit of %d: split them into several requests", n, s.opts.MaxData)
 	}
+	// The tokens of the whole request, counted before any tensor is
+	// expanded.
+	tokens := 0
+	for i, d := range in.Data {
+		for _, c := range d.ModelInput.Chunks {
+			tokens += len(c.Tokens)
+		}
+		if tokens > s.opts.MaxRequestTokens {
+			return nil, badRequest("data 0..%d hold more than %d tokens, this server's limit per request (MaxRequestTokens): split the data into several requests", i, s.opts.MaxRequestTokens)
+		}
+	}
 	maxSeq, vocab := s.base.Info().MaxContext, s.base.VocabSize()
 	out := &fbInput{loss: l, data: make([]datum, len(in.Data))}
 	for i, d := range in.Data {
@@ -157,12 +178,16 @@ func prepareDatum(d wire.Datum, fn string, maxSeq, vocab int) (datum, error) {
 	if !ok {
 		return datum{}, errors.New("loss_fn_inputs has no target_tokens")
 	}
+	// The shape is checked against the input before the tensor is
+	// expanded: a sparse one may declare any size.
+	if k, err := tt.Len(); err != nil {
+		return datum{}, fmt.Errorf("target_tokens: %w", err)
+	} else if k != n {
+		return datum{}, fmt.Errorf("target_tokens has %d values for %d input tokens", k, n)
+	}
 	targets, err := tt.IntValues()
 	if err != nil {
 		return datum{}, fmt.Errorf("target_tokens: %w", err)
-	}
-	if len(targets) != n {
-		return datum{}, fmt.Errorf("target_tokens has %d values for %d input tokens", len(targets), n)
 	}
 	// The model scores the sequence it reads: position t predicts the
 	// token at t+1, so only the input shifted by one can be a target.
@@ -212,12 +237,14 @@ func floatInput(in map[string]wire.TensorData, key string, n int, required bool)
 		}
 		return nil, nil
 	}
+	if k, err := td.Len(); err != nil {
+		return nil, fmt.Errorf("%s: %w", key, err)
+	} else if k != n {
+		return nil, fmt.Errorf("%s has %d values for %d input tokens", key, k, n)
+	}
 	v, err := td.Dense()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", key, err)
-	}
-	if len(v) != n {
-		return nil, fmt.Errorf("%s has %d values for %d input tokens", key, len(v), n)
 	}
 	for t, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
@@ -326,7 +353,7 @@ func (s *Server) forward(_ *http.Request, body []byte) (any, error) {
 	}
 	seq := req.SeqID
 	req.SeqID = nil
-	return s.submit(mod, "forward", seq, req, nil, func(ctx context.Context, mod *model) (any, error) {
+	return s.submit(mod, "forward", seq, req, in.resultBytes(), nil, func(ctx context.Context, mod *model) (any, error) {
 		return s.runForward(ctx, mod.m, in, false)
 	}, nil)
 }
@@ -346,7 +373,7 @@ func (s *Server) forwardBackward(_ *http.Request, body []byte) (any, error) {
 	}
 	seq := req.SeqID
 	req.SeqID = nil
-	return s.submit(mod, "forward_backward", seq, req, nil, func(ctx context.Context, mod *model) (any, error) {
+	return s.submit(mod, "forward_backward", seq, req, in.resultBytes(), nil, func(ctx context.Context, mod *model) (any, error) {
 		return s.runForward(ctx, mod.m, in, true)
 	}, nil)
 }
@@ -391,7 +418,7 @@ func (s *Server) optimStep(_ *http.Request, body []byte) (any, error) {
 	seq := req.SeqID
 	req.SeqID = nil
 	p := req.AdamParams
-	return s.submit(mod, "optim_step", seq, req, nil, func(_ context.Context, mod *model) (any, error) {
+	return s.submit(mod, "optim_step", seq, req, 0, nil, func(_ context.Context, mod *model) (any, error) {
 		return s.runOptimStep(mod, p)
 	}, nil)
 }

@@ -233,6 +233,81 @@ func (s *Server) metaFor(mod *model, p tinkerPath, withOpt bool) ckptMeta {
 	return meta
 }
 
+// diskUsage is the bytes of saved weights under the state directory,
+// held to a quota (Options.DiskQuota).
+type diskUsage struct {
+	quota int64 // ≤ 0: none
+
+	mu    sync.Mutex
+	known bool  // used has been measured
+	used  int64 // measured, plus what saves since wrote or are writing
+}
+
+// fullCheckpointBytes bounds the size of a checkpoint of n parameters
+// with its optimizer state: float32 weights and AdamW's two moments, and
+// the small files beside them.
+func fullCheckpointBytes(n int64) int64 { return 12*n + 64<<10 }
+
+// withinQuota runs write, which saves m (with its optimizer state when
+// withOpt) as checkpoint p, if the state directory has room for it under
+// the quota; a save that would pass the quota fails as a user error, and
+// writes nothing.
+func (s *Server) withinQuota(p tinkerPath, m *native.Model, withOpt bool, write func() error) error {
+	d := &s.disk
+	if d.quota <= 0 {
+		if err := write(); err != nil {
+			return fmt.Errorf("saving %s: %w", p, err)
+		}
+		return nil
+	}
+	n := int64(m.NumParams())
+	if lo := m.LoRA(); lo != nil {
+		n = int64(lo.NumParams())
+	}
+	est := 4*n + 64<<10
+	if withOpt {
+		est = fullCheckpointBytes(n)
+	}
+	d.mu.Lock()
+	if !d.known {
+		d.used, d.known = dirBytes(s.opts.Dir), true
+	}
+	if d.used+est > d.quota {
+		used := d.used
+		d.mu.Unlock()
+		return userErrorf("saving %s (up to %d bytes) would pass the quota of %d bytes of saved weights on this server, which holds %d: "+
+			"remove old checkpoints from its state directory, or raise the quota (trainer serve -tinker-disk-quota)", p, est, d.quota, used)
+	}
+	d.used += est
+	d.mu.Unlock()
+	err := write()
+	var got int64
+	if err == nil {
+		got = dirBytes(s.dirOf(p))
+	}
+	d.mu.Lock()
+	d.used += got - est
+	d.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("saving %s: %w", p, err)
+	}
+	return nil
+}
+
+// dirBytes returns the size of the regular files under dir.
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err == nil && e.Type().IsRegular() {
+			if info, err := e.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
 // reserveName returns submit's reserve and the matching release for a
 // new checkpoint p of mod: the name must be new, on disk and among the
 // saves in flight (409 otherwise, as SkyRL's server).
@@ -286,14 +361,14 @@ func (s *Server) saveWeights(_ *http.Request, body []byte) (any, error) {
 	reserve, release := s.reserveName(mod, p)
 	seq := req.SeqID
 	req.SeqID = nil
-	return s.submit(mod, "save_weights", seq, req, reserve, func(_ context.Context, mod *model) (any, error) {
+	return s.submit(mod, "save_weights", seq, req, 0, reserve, func(_ context.Context, mod *model) (any, error) {
 		meta := s.metaFor(mod, p, true)
 		var opt *native.AdamW
 		if meta.Optimizer {
 			opt = mod.opt
 		}
-		if err := writeCheckpoint(s.dirOf(p), mod.m, opt, meta); err != nil {
-			return nil, fmt.Errorf("saving %s: %w", p, err)
+		if err := s.withinQuota(p, mod.m, opt != nil, func() error { return writeCheckpoint(s.dirOf(p), mod.m, opt, meta) }); err != nil {
+			return nil, err
 		}
 		return wire.SaveWeightsResponse{Path: p.String(), Type: "save_weights"}, nil
 	}, release)
@@ -321,10 +396,10 @@ func (s *Server) saveWeightsForSampler(_ *http.Request, body []byte) (any, error
 	withSession := req.SamplingSessionSeqID != nil
 	seq := req.SeqID
 	req.SeqID = nil
-	return s.submit(mod, "save_weights_for_sampler", seq, req, reserve, func(_ context.Context, mod *model) (any, error) {
+	return s.submit(mod, "save_weights_for_sampler", seq, req, 0, reserve, func(_ context.Context, mod *model) (any, error) {
 		snap := mod.m.Clone()
-		if err := writeCheckpoint(s.dirOf(p), snap, nil, s.metaFor(mod, p, false)); err != nil {
-			return nil, fmt.Errorf("saving %s: %w", p, err)
+		if err := s.withinQuota(p, snap, false, func() error { return writeCheckpoint(s.dirOf(p), snap, nil, s.metaFor(mod, p, false)) }); err != nil {
+			return nil, err
 		}
 		pol, err := local.NewWithCodec(p.String(), snap, s.base.Codec())
 		if err != nil {
@@ -333,10 +408,8 @@ func (s *Server) saveWeightsForSampler(_ *http.Request, body []byte) (any, error
 		s.samplers.put(p.String(), pol)
 		resp := wire.SaveWeightsForSamplerResponse{Path: p.String(), Type: "save_weights_for_sampler"}
 		if withSession {
-			ss := &samplingSession{id: httpapi.NewID("sampling_"), session: mod.session, modelPath: p.String()}
-			s.mu.Lock()
-			s.samplings[ss.id] = ss
-			s.mu.Unlock()
+			ss := &samplingSession{id: httpapi.NewID("sampling_"), created: time.Now(), session: mod.session, modelPath: p.String()}
+			s.addSampling(ss)
 			resp.SamplingSessionID = &ss.id
 		}
 		return resp, nil
@@ -362,7 +435,7 @@ func (s *Server) loadWeights(_ *http.Request, body []byte) (any, error) {
 	seq := req.SeqID
 	req.SeqID = nil
 	withOpt := req.Optimizer
-	return s.submit(mod, "load_weights", seq, req, nil, func(_ context.Context, mod *model) (any, error) {
+	return s.submit(mod, "load_weights", seq, req, 0, nil, func(_ context.Context, mod *model) (any, error) {
 		if err := s.runLoadWeights(mod, p, meta, withOpt); err != nil {
 			return nil, err
 		}
