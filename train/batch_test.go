@@ -120,12 +120,21 @@ func TestTrimMetricsAndTranscripts(t *testing.T) {
 	if err := os.WriteFile(path, []byte(rows), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := trimMetrics(path, 1); err != nil {
+	var logs strings.Builder
+	if err := trimMetrics(path, 1, slog.New(slog.NewTextHandler(&logs, nil))); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(path)
 	if string(got) != `{"step":0,"a":1}`+"\n"+`{"step":1,"a":2}`+"\n" {
 		t.Errorf("trimmed metrics %q", got)
+	}
+	if !strings.Contains(logs.String(), "torn last line") || !strings.Contains(logs.String(), "line=4") {
+		t.Errorf("the torn line was dropped without a word naming it: %q", logs.String())
+	}
+	// A corrupted line inside the file is an error naming it.
+	os.WriteFile(path, []byte(`{"step":0,"a":1}`+"\n"+`{"step":1,"a":`+"\n"+`{"step":2,"a":3}`+"\n"), 0o644)
+	if err := trimMetrics(path, 1, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a corrupted line: %v", err)
 	}
 	td := filepath.Join(dir, transcriptsDir)
 	os.MkdirAll(td, 0o755)
@@ -260,5 +269,27 @@ func TestSkippedUpdatesStopTheRun(t *testing.T) {
 	st.observeUpdate(skipped, 3)
 	if st.NaNStreak != 3 || st.Stopped == "" {
 		t.Errorf("three skipped steps in a row: streak %d, stopped %q", st.NaNStreak, st.Stopped)
+	}
+}
+
+// TestConfigRefusesNonFiniteAndHugeValues: a NaN or infinite float
+// anywhere in the config, and a size past its bound, is an error naming
+// the key (and the bound), not a poisoned or runaway run.
+func TestConfigRefusesNonFiniteAndHugeValues(t *testing.T) {
+	for set, want := range map[string]string{
+		"algo.lr=.inf":                       "algo.lr: must be a finite number",
+		"algo.weight_decay=.inf":             "algo.weight_decay: must be a finite number",
+		"rollout.sampling.temperature=.nan":  "rollout.sampling.temperature: must be a finite number",
+		"rollout.format_penalty=.nan":        "rollout.format_penalty: must be a finite number",
+		"algo.clip_ratio_high=-.inf":         "algo.clip_ratio_high: must be a finite number",
+		"validation.temperature=.inf":        "validation.temperature: must be a finite number",
+		"run.group_size=1000000000":          "run.group_size: 1000000000 is above the largest this build takes, 1024",
+		"run.groups=1000000000":              "run.groups: 1000000000 is above the largest",
+		"warm_start.batch=1000000000":        "warm_start.batch: 1000000000 is above the largest",
+		"rollout.sampling.max_tokens=999999": "rollout.sampling.max_tokens: 999999 is above the largest",
+	} {
+		if _, err := Parse(nil, []string{set}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", set, err, want)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -476,6 +477,8 @@ func (c *Config) Validate() error {
 	check(c.Run.Steps >= 0 && c.Run.Steps < maxSeedStep, "run.steps: must be >= 0 and below %d, got %d", maxSeedStep, c.Run.Steps)
 	check(c.Learner == "" || c.Learner == LearnerTinker || !c.Tinker.Enabled(),
 		"learner: %q does not run on a Tinker server; tinker.url applies to the tinker learner", c.Learner)
+	errs = append(errs, finiteFloats(reflect.ValueOf(*c), "")...)
+	errs = append(errs, c.sizeBounds()...)
 	check(c.Run.Groups >= 1, "run.groups: must be at least 1, got %d", c.Run.Groups)
 	check(c.Run.GroupSize >= 1, "run.group_size: must be at least 1, got %d", c.Run.GroupSize)
 	check(c.Run.Out != "", "run.out: must name a directory")
@@ -675,4 +678,93 @@ func (c *Config) SamplerName() string {
 		return SamplerServed
 	}
 	return ""
+}
+
+// finiteFloats checks that every float in v (a config struct, walked by
+// its yaml keys) is a finite number: a NaN or infinite rate, coefficient
+// or temperature decodes from YAML (.nan, .inf) but would poison a run.
+func finiteFloats(v reflect.Value, prefix string) []error {
+	var errs []error
+	switch v.Kind() {
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[yaml.Node]() {
+			return nil // an environment's own section, which it checks
+		}
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			if name == "-" {
+				continue
+			}
+			key := prefix
+			if opts != "inline" {
+				if name == "" {
+					name = strings.ToLower(f.Name)
+				}
+				key = joinKey(prefix, name)
+			}
+			errs = append(errs, finiteFloats(v.Field(i), key)...)
+		}
+	case reflect.Float32, reflect.Float64:
+		if x := v.Float(); math.IsNaN(x) || math.IsInf(x, 0) {
+			errs = append(errs, fmt.Errorf("%s: must be a finite number, got %v", prefix, x))
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			errs = append(errs, finiteFloats(v.Index(i), fmt.Sprintf("%s.%d", prefix, i))...)
+		}
+	case reflect.Pointer:
+		if !v.IsNil() {
+			errs = append(errs, finiteFloats(v.Elem(), prefix)...)
+		}
+	}
+	return errs
+}
+
+func joinKey(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	return prefix + "." + name
+}
+
+// sizeBounds are the upper bounds of the settings that size memory or
+// time: past them a config would exhaust the machine (run.group_size 1e9)
+// or never end, rather than fail.
+func (c *Config) sizeBounds() []error {
+	var errs []error
+	for _, b := range []struct {
+		key      string
+		v, limit int
+	}{
+		{"run.groups", c.Run.Groups, 1 << 12},
+		{"run.group_size", c.Run.GroupSize, 1 << 10},
+		{"rollout.max_turns", c.Rollout.MaxTurns, 1 << 10},
+		{"rollout.sampling.max_tokens", c.Rollout.Sampling.MaxTokens, 1 << 17},
+		{"rollout.concurrency", c.Rollout.Concurrency, 1 << 12},
+		{"model.d_model", c.Model.DModel, 1 << 14},
+		{"model.layers", c.Model.Layers, 1 << 8},
+		{"model.heads", c.Model.Heads, 1 << 8},
+		{"model.d_ff", c.Model.DFF, 1 << 16},
+		{"model.max_seq", c.Model.MaxSeq, 1 << 17},
+		{"model.vocab_size", c.Model.VocabSize, 1 << 20},
+		{"model.lora.rank", c.Model.LoRA.Rank, 1 << 12},
+		{"algo.ppo_epochs", c.Algo.Epochs, 1 << 10},
+		{"algo.ppo_mini_batch_size", c.Algo.MiniBatch, 1 << 16},
+		{"collapse.samples", c.Collapse.Samples, 1 << 12},
+		{"validation.levels", c.Validation.Levels, 1 << 17},
+		{"validation.samples", c.Validation.Samples, 1 << 10},
+		{"warm_start.episodes", c.WarmStart.Episodes, 1 << 20},
+		{"warm_start.batch", c.WarmStart.Batch, 1 << 12},
+		{"warm_start.steps", c.WarmStart.Steps, 1 << 24},
+		{"analysis.gradient_buckets", c.Analysis.GradientBuckets, 1 << 10},
+	} {
+		if b.v > b.limit {
+			errs = append(errs, fmt.Errorf("%s: %d is above the largest this build takes, %d", b.key, b.v, b.limit))
+		}
+	}
+	return errs
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -43,12 +44,12 @@ type recorder struct {
 // later steps, which an interrupted run wrote after its last checkpoint —
 // is cut first (each file replaced atomically), so a resumed run's files
 // hold each step once, as an uninterrupted run's do.
-func newRecorder(dir string, keep int) (*recorder, error) {
+func newRecorder(dir string, keep int, log *slog.Logger) (*recorder, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, metricsFile)
-	if err := trimMetrics(path, keep); err != nil {
+	if err := trimMetrics(path, keep, log); err != nil {
 		return nil, err
 	}
 	if err := trimTranscripts(filepath.Join(dir, transcriptsDir), keep); err != nil {
@@ -67,8 +68,10 @@ func newRecorder(dir string, keep int) (*recorder, error) {
 }
 
 // trimMetrics rewrites metrics.jsonl with the rows of steps ≤ keep, in
-// order; a torn last line (a process killed mid-write) is dropped.
-func trimMetrics(path string, keep int) error {
+// order. A torn last line (a process killed mid-write: no newline after
+// it) is dropped with a warning naming it; any other line that is not a
+// metrics row is an error naming it, rather than a silent cut.
+func trimMetrics(path string, keep int, log *slog.Logger) error {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -77,16 +80,20 @@ func trimMetrics(path string, keep int) error {
 		return err
 	}
 	var kept []byte
-	for len(data) > 0 {
+	for n := 1; len(data) > 0; n++ {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
-			break // torn
+			log.Warn("dropping the torn last line of the metrics (a process killed while it wrote it)", "file", path, "line", n, "bytes", len(data))
+			break
 		}
 		line := data[:i+1]
 		data = data[i+1:]
-		var row struct{ Step *int }
-		if json.Unmarshal(line, &row) != nil || row.Step == nil {
+		if len(bytes.TrimSpace(line)) == 0 {
 			continue
+		}
+		var row struct{ Step *int }
+		if err := json.Unmarshal(line, &row); err != nil || row.Step == nil {
+			return fmt.Errorf("%s line %d is not a metrics row (%.60q): repair or remove the line, then run again", path, n, line)
 		}
 		if *row.Step <= keep {
 			kept = append(kept, line...)

@@ -386,7 +386,7 @@ func (s *session) openEngines(ctx context.Context, resumeFrom string) error {
 	if resumeFrom != "" {
 		keep = s.state.Step
 	}
-	if s.rec, err = newRecorder(c.Run.Out, keep); err != nil {
+	if s.rec, err = newRecorder(c.Run.Out, keep, s.log); err != nil {
 		return err
 	}
 	pol := s.sampler.Policy()

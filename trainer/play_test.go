@@ -166,6 +166,11 @@ func TestTrainDryRunAndConfigErrors(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "num_boxes") {
 		t.Errorf("invalid env override: exit %d, err %q", code, errOut)
 	}
+	// -dry-run checks the environment's own section too.
+	code, _, errOut = runCLI(t, "", "-config", "../configs/sokoban.yaml", "-set", "env.config.num_boxes=-1", "-dry-run")
+	if code != 1 || !strings.Contains(errOut, "num_boxes") {
+		t.Errorf("invalid env override with -dry-run: exit %d, err %q", code, errOut)
+	}
 	code, _, errOut = runCLI(t, "", "-config", "../configs/sokoban.yaml", "-set", "algo.presett=PPO", "-dry-run")
 	if code != 1 || !strings.Contains(errOut, `unknown key "presett"`) {
 		t.Errorf("unknown key: exit %d, err %q", code, errOut)

@@ -37,6 +37,12 @@ func runTrain(ctx context.Context, args []string, s stdio) error {
 	if err != nil {
 		return err
 	}
+	// New checks everything a run would check before it starts (the
+	// environment's own config, the learner's model) and writes nothing.
+	t, err := train.New(cfg, train.Options{Logger: slog.New(slog.NewTextHandler(s.err, nil)), Console: s.out, ConfigPath: *configPath})
+	if err != nil {
+		return err
+	}
 	if *dryRun {
 		y, err := cfg.YAML()
 		if err != nil {
@@ -44,10 +50,6 @@ func runTrain(ctx context.Context, args []string, s stdio) error {
 		}
 		fmt.Fprint(s.out, y)
 		return nil
-	}
-	t, err := train.New(cfg, train.Options{Logger: slog.New(slog.NewTextHandler(s.err, nil)), Console: s.out, ConfigPath: *configPath})
-	if err != nil {
-		return err
 	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
