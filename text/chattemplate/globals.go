@@ -144,7 +144,8 @@ func globalRange(r *renderer, args []any, kw *dictV) (any, error) {
 		count = (start - stop - step - 1) / -step
 	}
 	if count > maxRange || count < 0 {
-		return nil, fmt.Errorf("range too big: the sandbox blocks ranges larger than MAX_RANGE (100000)")
+		// The sandbox's OverflowError, its capital and full stop included.
+		return nil, newError(KindRuntime, 0, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).", maxRange)
 	}
 	l := &listV{items: make([]any, 0, count)}
 	for i := range count {

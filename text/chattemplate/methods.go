@@ -468,7 +468,7 @@ func loopAttr(l *loopV, name string) any {
 	if f, ok := loopAttrs[name]; ok {
 		return f(l)
 	}
-	return &undefV{msg: fmt.Sprintf("'LoopContext' object has no attribute '%s'", name)}
+	return &undefV{msg: fmt.Sprintf("'jinja2.runtime.LoopContext object' has no attribute %s", pyRepr(name))}
 }
 
 func loopPrevItem(l *loopV) any {

