@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentrl/agentrl/client/tinker"
@@ -142,7 +146,8 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	stateDir := ""
 	if *withTinker {
 		if stateDir = *tinkerDir; stateDir == "" {
-			if stateDir, err = os.MkdirTemp("", "agentrl-tinker-"); err != nil {
+			removeOrphanedStateDirs(log)
+			if stateDir, err = os.MkdirTemp("", fmt.Sprintf("%s%d-", tinkerTempPrefix, os.Getpid())); err != nil {
 				return fmt.Errorf("tinker state directory: %w", err)
 			}
 			defer os.RemoveAll(stateDir)
@@ -213,4 +218,36 @@ func (l *loraModules) Set(v string) error {
 	}
 	*l = append(*l, loraModule{name, path})
 	return nil
+}
+
+// tinkerTempPrefix starts the name of a temporary Tinker state directory,
+// followed by the serving process's id.
+const tinkerTempPrefix = "agentrl-tinker-"
+
+// removeOrphanedStateDirs removes the temporary Tinker state directories
+// of servers that ended without removing theirs (a process killed, or
+// one that died of a fatal error, runs no deferred cleanup).
+func removeOrphanedStateDirs(log *slog.Logger) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tinkerTempPrefix+"*"))
+	for _, dir := range dirs {
+		pidText, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(dir), tinkerTempPrefix), "-")
+		pid, err := strconv.Atoi(pidText)
+		if !ok || err != nil || pid == os.Getpid() || processAlive(pid) {
+			continue
+		}
+		if err := os.RemoveAll(dir); err == nil {
+			log.Info("tinker: removed the state directory of a server that ended without removing it", "dir", dir, "pid", pid)
+		}
+	}
+}
+
+// processAlive reports whether a process with this id exists (signal 0
+// checks without signalling; where that cannot be asked, it says yes).
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, os.ErrPermission) || errors.Is(err, errors.ErrUnsupported)
 }

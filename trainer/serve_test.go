@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -203,5 +208,30 @@ func TestMountTinker(t *testing.T) {
 		if got := rec.Body.String(); rec.Code != http.StatusOK || got != want {
 			t.Errorf("%s: %d %q, want %q", path, rec.Code, got, want)
 		}
+	}
+}
+
+// TestOrphanedTinkerStateIsRemoved: the temporary Tinker state directory
+// of a server that died without cleaning up (its process is gone) is
+// removed when the next server starts; a live server's is left alone.
+func TestOrphanedTinkerStateIsRemoved(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Skip("no `true` command to make a finished process")
+	}
+	orphan := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-123", tinkerTempPrefix, gone.Process.Pid))
+	live := filepath.Join(os.TempDir(), fmt.Sprintf("%s%d-456", tinkerTempPrefix, os.Getppid()))
+	for _, d := range []string{orphan, live} {
+		if err := os.MkdirAll(filepath.Join(d, "weights"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeOrphanedStateDirs(slog.New(slog.DiscardHandler))
+	if _, err := os.Stat(orphan); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dead server's directory is still there: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live process's directory was removed: %v", err)
 	}
 }
