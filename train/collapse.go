@@ -2,10 +2,13 @@ package train
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/agentrl/agentrl/algos"
@@ -49,6 +52,104 @@ type collapseReading struct {
 	// schemes are the collapse results of each sampling scheme measured,
 	// in order.
 	schemes []schemeResult
+	// matrices are the cross-scoring matrices behind them, for the run
+	// directory (collapseFile).
+	matrices []collapseMatrix
+}
+
+// collapseMatrix is one scheme's cross-scoring of a collapse reading as the
+// run directory keeps it (transcripts/collapse-stepNNNNN.json), for
+// viewers: every sampled reasoning chain (a row) scored under every
+// sampled prompt (a column).
+type collapseMatrix struct {
+	Scheme string `json:"scheme"`
+	// LSum[r][j] is the log-probability of row r's reasoning under column
+	// j's prompt (summed over its tokens); Col[r] is the column of row r's
+	// own prompt, and Retrieved[r] whether it scores best there.
+	LSum      [][]jsonFloat `json:"lsum"`
+	Col       []int         `json:"col"`
+	Retrieved []bool        `json:"retrieved"`
+	// ReasoningLen[r] is row r's number of reasoning tokens.
+	ReasoningLen []int          `json:"reasoning_len"`
+	Rows         []collapseRow  `json:"rows"`
+	Columns      []collapseCell `json:"columns"`
+	// Metrics are the scheme's collapse metrics of this reading (MI,
+	// retrieval accuracy, conditional entropy, …; before the cross-step
+	// EMA), non-finite values left out.
+	Metrics map[string]float64 `json:"metrics"`
+}
+
+// jsonFloat is a float that JSON writes as null when it is not finite
+// (JSON has no NaN or infinity).
+type jsonFloat float64
+
+// MarshalJSON implements json.Marshaler.
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	if v := float64(f); math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
+}
+
+// collapseRow is a row's reasoning chain and where it comes from.
+type collapseRow struct {
+	Group  int    `json:"group"`
+	Sample int    `json:"sample"`
+	Turn   int    `json:"turn"`
+	Text   string `json:"text"`
+}
+
+// collapseCell is a column's prompt: the user message of that turn.
+type collapseCell struct {
+	Group int    `json:"group"`
+	Turn  int    `json:"turn"`
+	Text  string `json:"text"`
+}
+
+// newCollapseMatrix records a scheme's reading.
+func newCollapseMatrix(name string, in algos.CollapseInput, res algos.CollapseResult, ps algos.PairSample, trajs []rollout.Trajectory) collapseMatrix {
+	m := collapseMatrix{Scheme: name, Col: in.Col, Retrieved: res.Retrieved, ReasoningLen: in.ReasoningLen,
+		Metrics: map[string]float64{}}
+	for _, row := range in.LSum {
+		out := make([]jsonFloat, len(row))
+		for j, v := range row {
+			out[j] = jsonFloat(v)
+		}
+		m.LSum = append(m.LSum, out)
+	}
+	for _, pr := range ps.Pairs {
+		tr := &trajs[pr.Traj]
+		text := tr.Turns[pr.Turn].Reply
+		if before, _, ok := strings.Cut(text, "</think>"); ok {
+			text = strings.TrimPrefix(before, "<think>")
+		}
+		m.Rows = append(m.Rows, collapseRow{Group: tr.Group, Sample: tr.Sample, Turn: pr.Turn, Text: text})
+	}
+	for _, pr := range ps.ColPair {
+		tr := &trajs[pr.Traj]
+		m.Columns = append(m.Columns, collapseCell{Group: tr.Group, Turn: pr.Turn, Text: userMessage(tr, pr.Turn)})
+	}
+	for k, v := range res.Metrics(name) {
+		if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			m.Metrics[k] = v
+		}
+	}
+	return m
+}
+
+// userMessage is the text of the user message a trajectory's turn answered.
+func userMessage(tr *rollout.Trajectory, turn int) string {
+	k := 0
+	for _, msg := range tr.Messages {
+		if msg.Role != policy.RoleUser {
+			continue
+		}
+		if k == turn {
+			return msg.Content
+		}
+		k++
+	}
+	return ""
 }
 
 type schemeResult struct {
@@ -86,6 +187,7 @@ func readCollapse(ctx context.Context, p policy.Policy, trajs []rollout.Trajecto
 	}
 	metrics := map[string]float64{"collapse/valid_thinking_rate": algos.ValidThinkingRate(turns)}
 	var schemes []schemeResult
+	var matrices []collapseMatrix
 	type scheme struct {
 		name   string
 		on     bool
@@ -162,6 +264,7 @@ func readCollapse(ctx context.Context, p policy.Policy, trajs []rollout.Trajecto
 			return collapseReading{}, err
 		}
 		schemes = append(schemes, schemeResult{s.name, res})
+		matrices = append(matrices, newCollapseMatrix(s.name, in, res, ps, trajs))
 		right, checked := make([]bool, rows), make([]bool, rows)
 		for r, pr := range ps.Pairs {
 			right[r], checked[r] = trajs[pr.Traj].Turns[pr.Turn].RationaleRight()
@@ -172,7 +275,7 @@ func readCollapse(ctx context.Context, p policy.Policy, trajs []rollout.Trajecto
 		metrics["timing_s/"+s.name] = time.Since(schemeStart).Seconds()
 	}
 	metrics["timing_s/collapse_total"] = time.Since(start).Seconds()
-	return collapseReading{metrics: metrics, schemes: schemes}, nil
+	return collapseReading{metrics: metrics, schemes: schemes, matrices: matrices}, nil
 }
 
 // collapseAlarm feeds the step's collapse metrics to the regime

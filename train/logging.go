@@ -107,6 +107,30 @@ func transcriptName(label string, step int) string {
 	return fmt.Sprintf("%s-step%05d.txt", label, step)
 }
 
+// collapseName is the name of a collapse reading's matrices.
+func collapseName(step int) string {
+	return fmt.Sprintf("collapse-step%05d.json", step)
+}
+
+// collapse writes the cross-scoring matrices of a step's collapse reading.
+func (r *recorder) collapse(step int, matrices []collapseMatrix) error {
+	if len(matrices) == 0 {
+		return nil
+	}
+	dir := filepath.Join(r.dir, transcriptsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(struct {
+		Step     int              `json:"step"`
+		Matrices []collapseMatrix `json:"matrices"`
+	}{step, matrices})
+	if err != nil {
+		return err
+	}
+	return atomicdir.WriteFile(filepath.Join(dir, collapseName(step)), raw, 0o644)
+}
+
 // tokensName is the name of the token ids beside a transcript.
 func tokensName(label string, step int) string {
 	return fmt.Sprintf("%s-step%05d.tokens.jsonl", label, step)
@@ -123,29 +147,96 @@ type tokenRecord struct {
 	Turns   []tokenTurn `json:"turns"`
 	// Tail are the ids after the last reply (the template's end of it).
 	Tail []int `json:"tail,omitempty"`
+	// Kept says the filter kept the episode's group, and the turns carry
+	// the values it was trained with.
+	Kept bool `json:"kept"`
 	// Drift is the length of the suffix from which a fresh rendering of
 	// the whole conversation differs from these tokens (0: none; absent:
 	// not measured).
 	Drift *int `json:"rerender_drift,omitempty"`
 }
 
-// tokenTurn is one turn: the prompt's new ids, then the reply's.
+// tokenTurn is one turn: the prompt's new ids, then the reply's, with
+// per-token values of the reply.
 type tokenTurn struct {
 	// Window is the whole prompt of a turn sampled after a history window,
 	// which is not an extension of the turn before.
 	Window []int `json:"window,omitempty"`
 	Prompt []int `json:"prompt"`
 	Reply  []int `json:"reply"`
+	// LogProbs are the sampler's log-probs of the reply's tokens.
+	LogProbs []jsonFloat `json:"logprobs"`
+	// Advantage and OldLogProb are the advantage each reply token was
+	// trained with and the learner's old log-prob of it (the learner's
+	// recomputation, or the sampler's), for an episode whose group the
+	// filter kept.
+	Advantage  []jsonFloat `json:"advantage,omitempty"`
+	OldLogProb []jsonFloat `json:"old_logprob,omitempty"`
 }
 
-func newTokenRecord(tr *rollout.Trajectory) tokenRecord {
+// trajKey names a trajectory of a step across the step's batches.
+type trajKey struct {
+	seed   uint64
+	sample int
+}
+
+// turnValues are the training values of one turn's reply tokens.
+type turnValues struct{ advantage, oldLogProb []float64 }
+
+// tokenValues maps the training sequences of the kept groups back to the
+// turns of their trajectories.
+func tokenValues(kept Batch, seqs *Sequences) map[trajKey][]turnValues {
+	out := map[trajKey][]turnValues{}
+	if seqs == nil || seqs.Advantages == nil {
+		return out
+	}
+	next := 0 // the first sequence of trajectory i
+	for i := range kept.Trajectories {
+		tr := &kept.Trajectories[i]
+		windowed := len(tr.Turns) > 0 && tr.Turns[0].Prompt != nil
+		vals := make([]turnValues, len(tr.Turns))
+		for k, turn := range tr.Turns {
+			seq, lo, hi := next, turn.ReplyStart, turn.ReplyEnd
+			if windowed {
+				seq, lo, hi = next+k, len(turn.Prompt), len(turn.Prompt)+turn.ReplyEnd-turn.ReplyStart
+			}
+			if seq >= seqs.Len() || hi > len(seqs.Advantages[seq]) {
+				return out // not this batch's sequences
+			}
+			vals[k] = turnValues{advantage: seqs.Advantages[seq][lo:hi], oldLogProb: seqs.OldLogProb[seq][lo:hi]}
+		}
+		if windowed {
+			next += len(tr.Turns)
+		} else {
+			next++
+		}
+		out[trajKey{tr.Seed, tr.Sample}] = vals
+	}
+	return out
+}
+
+func jsonFloats(xs []float64) []jsonFloat {
+	out := make([]jsonFloat, len(xs))
+	for i, x := range xs {
+		out[i] = jsonFloat(x)
+	}
+	return out
+}
+
+func newTokenRecord(tr *rollout.Trajectory, values map[trajKey][]turnValues) tokenRecord {
 	rec := tokenRecord{Group: tr.Group, Sample: tr.Sample, Seed: tr.Seed, Version: tr.PolicyVersion}
 	if tr.RerenderChecked {
 		rec.Drift = &tr.RerenderDrift
 	}
+	vals, kept := values[trajKey{tr.Seed, tr.Sample}]
+	rec.Kept = kept
 	at := 0
-	for _, turn := range tr.Turns {
-		t := tokenTurn{Window: turn.Prompt, Prompt: tr.Tokens[at:turn.ReplyStart], Reply: tr.Tokens[turn.ReplyStart:turn.ReplyEnd]}
+	for k, turn := range tr.Turns {
+		t := tokenTurn{Window: turn.Prompt, Prompt: tr.Tokens[at:turn.ReplyStart], Reply: tr.Tokens[turn.ReplyStart:turn.ReplyEnd],
+			LogProbs: jsonFloats(tr.LogProbs[turn.ReplyStart:turn.ReplyEnd])}
+		if kept && k < len(vals) {
+			t.Advantage, t.OldLogProb = jsonFloats(vals[k].advantage), jsonFloats(vals[k].oldLogProb)
+		}
 		rec.Turns = append(rec.Turns, t)
 		at = turn.ReplyEnd
 	}
@@ -168,11 +259,15 @@ func trimTranscripts(dir string, keep int) error {
 		if i < 0 {
 			continue
 		}
-		num, ok := strings.CutSuffix(name[i+len("-step"):], ".txt")
-		if !ok {
-			if num, ok = strings.CutSuffix(name[i+len("-step"):], ".tokens.jsonl"); !ok {
-				continue
+		var num string
+		ok := false
+		for _, ext := range []string{".txt", ".tokens.jsonl", ".json"} {
+			if num, ok = strings.CutSuffix(name[i+len("-step"):], ext); ok {
+				break
 			}
+		}
+		if !ok {
+			continue
 		}
 		step, err := strconv.Atoi(num)
 		if err != nil || step <= keep {
@@ -208,7 +303,7 @@ func (r *recorder) record(step int, m map[string]float64) error {
 }
 
 // transcripts writes readable conversations of a few trajectories.
-func (r *recorder) transcripts(step int, label string, trajs []rollout.Trajectory, n int) error {
+func (r *recorder) transcripts(step int, label string, trajs []rollout.Trajectory, n int, values map[trajKey][]turnValues) error {
 	dir := filepath.Join(r.dir, transcriptsDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -237,7 +332,7 @@ func (r *recorder) transcripts(step int, label string, trajs []rollout.Trajector
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	for i := 0; i < len(trajs) && i < n; i++ {
-		if err := enc.Encode(newTokenRecord(&trajs[i])); err != nil {
+		if err := enc.Encode(newTokenRecord(&trajs[i], values)); err != nil {
 			return err
 		}
 	}

@@ -143,6 +143,10 @@ type observation struct {
 	keptTrajs int
 	// prepared is when the update's preparation began.
 	prepared time.Time
+	// matrices are the step's collapse matrices, for the run directory.
+	matrices []collapseMatrix
+	// kept are the groups the filter kept (seqs' trajectories).
+	kept Batch
 }
 
 // observe is the step's observing phase (see step).
@@ -171,6 +175,9 @@ func (s *session) observe(ctx context.Context) (observation, error) {
 	}
 	m.add(col.m)
 	o.batch = col.batch
+	if col.collapse != nil {
+		o.matrices = col.collapse.matrices
+	}
 	next.NextTrainSeed = col.nextSeed
 	if col.collapse != nil {
 		cm := col.collapse.fold(next.CollapseEMA)
@@ -198,7 +205,7 @@ func (s *session) observe(ctx context.Context) (observation, error) {
 		next.Stopped = reason
 	}
 	m.add(next.EarlyStop.Metrics())
-	o.prepared, o.keptTrajs = s.now(), len(kept.Trajectories)
+	o.prepared, o.keptTrajs, o.kept = s.now(), len(kept.Trajectories), kept
 	if len(kept.Trajectories) > 0 {
 		if o.seqs, err = s.prepare(ctx, step, kept, m); err != nil {
 			return o, err
@@ -238,8 +245,11 @@ func (s *session) learn(ctx context.Context, o *observation) error {
 			s.ahead.publishedVersion(step)
 		}
 	}
+	if err := s.rec.collapse(step, o.matrices); err != nil {
+		return err
+	}
 	if c.Run.TranscriptsEvery > 0 && step%c.Run.TranscriptsEvery == 0 {
-		return s.rec.transcripts(step, "train", o.batch.Trajectories, 4)
+		return s.rec.transcripts(step, "train", o.batch.Trajectories, 4, tokenValues(o.kept, o.seqs))
 	}
 	return nil
 }
@@ -571,7 +581,7 @@ func (s *session) validate(ctx context.Context) (map[string]float64, error) {
 		m["val-env/random_success"] = s.state.RandomValSuccess
 	}
 	m["timing_s/validation"] = s.now().Sub(t0).Seconds()
-	if err := s.rec.transcripts(s.state.Step, "val", trajs, 4); err != nil {
+	if err := s.rec.transcripts(s.state.Step, "val", trajs, 4, nil); err != nil {
 		return nil, err
 	}
 	return m, nil

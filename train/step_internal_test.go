@@ -190,8 +190,9 @@ func TestFailingEnvironmentsDropTheirGroups(t *testing.T) {
 // up to exactly the tokens the step trained on.
 func TestTranscriptsRecordTokenIDs(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run")
-	cfg, err := Parse([]byte("run: {steps: 2, groups: 2, group_size: 2, transcripts_every: 1}\nvalidation: {every: 0, levels: 4}\n"+
-		"collapse: {every: 0}\nwarm_start: {enabled: false}\nrollout: {max_turns: 3}\n"), []string{"run.out=" + out})
+	cfg, err := Parse([]byte("run: {steps: 2, groups: 4, group_size: 2, transcripts_every: 1}\nvalidation: {every: 0, levels: 4}\n"+
+		"collapse: {every: 1, samples: 8}\nwarm_start: {enabled: false}\nrollout: {max_turns: 3}\nfilter: {value: 1, include_zero: true}\n"),
+		[]string{"run.out=" + out})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestTranscriptsRecordTokenIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if len(lines) != len(played) {
+	if len(lines) != min(4, len(played)) { // transcripts show the first 4
 		t.Fatalf("%d token records for %d episodes", len(lines), len(played))
 	}
 	for i, line := range lines {
@@ -231,6 +232,35 @@ func TestTranscriptsRecordTokenIDs(t *testing.T) {
 		all = append(all, rec.Tail...)
 		if want := played[i].Tokens; !slices.Equal(all, want) || len(rec.Turns) != len(played[i].Turns) || rec.Drift == nil || *rec.Drift != 0 {
 			t.Errorf("episode %d: the token record does not add up to the %d tokens played (%d turns, drift %v)", i, len(want), len(rec.Turns), rec.Drift)
+		}
+		// Every group is kept here: each reply token has its sampler
+		// log-prob, advantage and old log-prob.
+		for k, turn := range rec.Turns {
+			if !rec.Kept || len(turn.LogProbs) != len(turn.Reply) || len(turn.Advantage) != len(turn.Reply) || len(turn.OldLogProb) != len(turn.Reply) {
+				t.Errorf("episode %d turn %d: kept %v, %d reply tokens with %d log-probs, %d advantages, %d old log-probs", i, k, rec.Kept,
+					len(turn.Reply), len(turn.LogProbs), len(turn.Advantage), len(turn.OldLogProb))
+			}
+		}
+	}
+	// The collapse readings' matrices are kept beside the transcripts.
+	raw, err = os.ReadFile(filepath.Join(out, transcriptsDir, collapseName(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var col struct {
+		Step     int `json:"step"`
+		Matrices []struct {
+			Scheme string      `json:"scheme"`
+			LSum   [][]float64 `json:"lsum"`
+			Rows   []struct{ Text string }
+		} `json:"matrices"`
+	}
+	if err := json.Unmarshal(raw, &col); err != nil || col.Step != 2 || len(col.Matrices) == 0 {
+		t.Fatalf("collapse file: step %d, %d matrices, %v", col.Step, len(col.Matrices), err)
+	}
+	for _, mat := range col.Matrices {
+		if len(mat.LSum) == 0 || len(mat.LSum) != len(mat.Rows) || len(mat.LSum[0]) < 2 || mat.Rows[0].Text == "" {
+			t.Errorf("%s: %d rows of %d columns, row text %q", mat.Scheme, len(mat.LSum), len(mat.LSum[0]), mat.Rows[0].Text)
 		}
 	}
 }
