@@ -87,9 +87,9 @@ func TestNewUnknown(t *testing.T) {
 
 func TestDetect(t *testing.T) {
 	for tmpl, want := range map[string]string{
-		`{%- if tools %}<tools>{{ tool }}</tools> ... <tool_call>\n{"name": ...}</tool_call>{%- endif %}`: "hermes",
+		`{%- if tools %}<tools>{{ tool }}</tools> ... <tool_call>\n{"name": ...}</tool_call>{%- endif %}`:        "hermes",
 		`Respond in the format {"name": function name, "parameters": dictionary of argument name and its value}`: "llama3_json",
-		`{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}`:                                       "",
+		`{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}`:                                      "",
 	} {
 		if got := Detect(tmpl); got != want {
 			t.Errorf("Detect(%.40q…) = %q, want %q", tmpl, got, want)
