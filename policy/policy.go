@@ -16,19 +16,104 @@
 // the policy and importance ratios should account for it.
 package policy
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentrl/agentrl/text/toolcall"
+)
 
 // Roles of chat messages.
 const (
 	RoleSystem    = "system"
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
+	// RoleTool is a tool's result, answering an assistant's tool call.
+	RoleTool = "tool"
 )
 
 // Message is one chat message.
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// ToolCalls are the calls an assistant message makes.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID names the call a tool message answers, and Name its tool.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Name       string `json:"name,omitempty"`
+}
+
+// ToolCall is one tool call of an assistant message. Its JSON is the
+// OpenAI API's: {"id", "type": "function", "function": {"name",
+// "arguments": a string holding the JSON object}}; arguments given as an
+// object are accepted too.
+type ToolCall struct {
+	// ID names the call for the tool message that answers it.
+	ID string
+	toolcall.Call
+}
+
+type wireToolCall struct {
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"function"`
+}
+
+// MarshalJSON writes the call in the OpenAI API's shape.
+func (c ToolCall) MarshalJSON() ([]byte, error) {
+	w := wireToolCall{ID: c.ID, Type: "function"}
+	w.Function.Name = c.Name
+	args := string(c.Arguments)
+	if args == "" {
+		args = "{}"
+	}
+	var err error
+	if w.Function.Arguments, err = json.Marshal(args); err != nil {
+		return nil, err
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the call in the OpenAI API's shape.
+func (c *ToolCall) UnmarshalJSON(data []byte) error {
+	var w wireToolCall
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	if w.Type != "" && w.Type != "function" {
+		return fmt.Errorf("tool call type %q (want \"function\")", w.Type)
+	}
+	args := w.Function.Arguments
+	var s string
+	if json.Unmarshal(args, &s) == nil {
+		args = json.RawMessage(s)
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	*c = ToolCall{ID: w.ID, Call: toolcall.Call{Name: w.Function.Name, Arguments: args}}
+	return nil
+}
+
+// Tool is a function a model may call: its name, description and the JSON
+// schema of its arguments.
+type Tool = toolcall.Tool
+
+// ToolRenderer is implemented by policies whose chat template offers tools
+// to the model, the way apply_chat_template(messages, tools=...) does, and
+// renders tool calls and tool messages. A policy without it (or whose
+// ToolCallFormat is "") can still use tools: the rollout engine then
+// describes them in the system prompt and expects toolcall's compact form.
+type ToolRenderer interface {
+	// RenderChatTools is RenderChat with tools offered to the model.
+	RenderChatTools(ctx context.Context, messages []Message, tools []Tool, addGenerationPrompt bool) ([]int, error)
+	// ToolCallFormat names the text/toolcall format the model writes its
+	// calls in, "" when its template shows none.
+	ToolCallFormat() string
 }
 
 // Sampling holds the parameters of one generation.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/text/toolcall"
 )
 
 // Options configure a Client.
@@ -41,6 +42,11 @@ type Options struct {
 	// no EOS of its own): list every token that should end a message, for
 	// example all of generation_config's eos_token_id.
 	StopTokens []int
+	// ToolCallFormat is the text/toolcall format the served model writes
+	// tool calls in (as vLLM's --tool-call-parser names it: "hermes" for
+	// Qwen, "llama3_json" for Llama 3.1+); "" leaves tools to the rollout
+	// engine's system-prompt description and compact calls.
+	ToolCallFormat string
 	// Retry says how failed attempts are retried.
 	Retry Retry
 	// AttemptTimeout bounds one HTTP attempt, a whole generation included
@@ -110,6 +116,11 @@ var _ policy.Policy = (*Client)(nil)
 func New(ctx context.Context, opts Options) (*Client, error) {
 	if len(opts.BaseURLs) == 0 {
 		return nil, errors.New("vllm: Options.BaseURLs is empty")
+	}
+	if opts.ToolCallFormat != "" {
+		if _, err := toolcall.New(opts.ToolCallFormat); err != nil {
+			return nil, fmt.Errorf("vllm: Options.ToolCallFormat: %w", err)
+		}
 	}
 	opts.setDefaults()
 	c := &Client{opts: opts, log: opts.Logger, sem: make(chan struct{}, opts.Concurrency)}
@@ -328,8 +339,16 @@ func (p *Pinned) Info() policy.Info {
 
 // RenderChat implements policy.Policy.
 func (p *Pinned) RenderChat(ctx context.Context, messages []policy.Message, addGenerationPrompt bool) ([]int, error) {
-	return p.c.renderChat(ctx, p.model, messages, addGenerationPrompt)
+	return p.c.renderChat(ctx, p.model, messages, nil, addGenerationPrompt)
 }
+
+// RenderChatTools implements policy.ToolRenderer.
+func (p *Pinned) RenderChatTools(ctx context.Context, messages []policy.Message, tools []policy.Tool, addGenerationPrompt bool) ([]int, error) {
+	return p.c.renderChat(ctx, p.model, messages, tools, addGenerationPrompt)
+}
+
+// ToolCallFormat implements policy.ToolRenderer.
+func (p *Pinned) ToolCallFormat() string { return p.c.ToolCallFormat() }
 
 // Encode implements policy.Policy.
 func (p *Pinned) Encode(ctx context.Context, text string) ([]int, error) {

@@ -8,21 +8,33 @@ import (
 	"strings"
 
 	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/text/toolcall"
 )
 
 // RenderChat implements policy.Policy with the server's chat template
 // (POST /tokenize, chat form).
 func (c *Client) RenderChat(ctx context.Context, messages []policy.Message, addGenerationPrompt bool) ([]int, error) {
-	return c.renderChat(ctx, c.Model(), messages, addGenerationPrompt)
+	return c.renderChat(ctx, c.Model(), messages, nil, addGenerationPrompt)
 }
 
-func (c *Client) renderChat(ctx context.Context, model string, messages []policy.Message, addGenerationPrompt bool) ([]int, error) {
+// RenderChatTools implements policy.ToolRenderer with the server's chat
+// template, the tools sent as /tokenize's tools.
+func (c *Client) RenderChatTools(ctx context.Context, messages []policy.Message, tools []policy.Tool, addGenerationPrompt bool) ([]int, error) {
+	return c.renderChat(ctx, c.Model(), messages, tools, addGenerationPrompt)
+}
+
+// ToolCallFormat implements policy.ToolRenderer: Options.ToolCallFormat
+// (the server's API does not say which parser its model needs).
+func (c *Client) ToolCallFormat() string { return c.opts.ToolCallFormat }
+
+func (c *Client) renderChat(ctx context.Context, model string, messages []policy.Message, tools []policy.Tool, addGenerationPrompt bool) ([]int, error) {
 	if messages == nil {
 		messages = []policy.Message{}
 	}
 	data, err := c.post(ctx, nil, "/tokenize", tokenizeChatRequest{
 		Model:               model,
 		Messages:            messages,
+		Tools:               toolcall.APITools(tools),
 		AddGenerationPrompt: addGenerationPrompt,
 	})
 	if err != nil {

@@ -1,6 +1,9 @@
 package vllm
 
-import "github.com/agentrl/agentrl/policy"
+import (
+	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/text/toolcall"
+)
 
 // The JSON shapes of the vLLM subset this package speaks. Value fields
 // without omitempty are always sent, so zero values reach the server.
@@ -80,11 +83,12 @@ type tokenizeTextRequest struct {
 
 // tokenizeChatRequest is the chat form of POST /tokenize.
 type tokenizeChatRequest struct {
-	Model                string           `json:"model"`
-	Messages             []policy.Message `json:"messages"`
-	AddGenerationPrompt  bool             `json:"add_generation_prompt"`
-	ContinueFinalMessage bool             `json:"continue_final_message"`
-	AddSpecialTokens     bool             `json:"add_special_tokens"`
+	Model                string             `json:"model"`
+	Messages             []policy.Message   `json:"messages"`
+	Tools                []toolcall.APITool `json:"tools,omitempty"`
+	AddGenerationPrompt  bool               `json:"add_generation_prompt"`
+	ContinueFinalMessage bool               `json:"continue_final_message"`
+	AddSpecialTokens     bool               `json:"add_special_tokens"`
 }
 
 type tokenizeResponse struct {

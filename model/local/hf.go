@@ -14,6 +14,7 @@ import (
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/text/chattemplate"
 	"github.com/agentrl/agentrl/text/hftok"
+	"github.com/agentrl/agentrl/text/toolcall"
 )
 
 // This file makes a Policy of a Hugging Face model directory: the weights
@@ -319,6 +320,9 @@ type hfCodec struct {
 	vocab int
 	// prefix is what the post-processor adds to a text.
 	prefix []int
+	// toolFormat is the text/toolcall format the template shows its model
+	// writing calls in ("" for none).
+	toolFormat string
 }
 
 type hfTag struct {
@@ -350,7 +354,7 @@ func newHFCodec(files HFFiles) (*hfCodec, error) {
 		return nil, fmt.Errorf("%s: chat_template: %w", hfTokenizerConfigFile, err)
 	}
 	c := &hfCodec{tok: tok, tmpl: tmpl, cleanUp: tc.CleanUpTokenizationSpaces, vocab: tok.VocabSize(),
-		prefix: tok.Encode("", true)}
+		prefix: tok.Encode("", true), toolFormat: toolcall.Detect(tc.ChatTemplate)}
 	for _, at := range tok.AddedTokens() {
 		c.vocab = max(c.vocab, at.ID+1)
 		if at.Special && slices.Contains(reasoningTags, at.Content) {
@@ -362,7 +366,7 @@ func newHFCodec(files HFFiles) (*hfCodec, error) {
 	}
 	// One user message is what every chat template renders (some refuse
 	// system messages, which is for the conversation's caller to find).
-	if _, err := c.render([]policy.Message{{Role: policy.RoleUser, Content: "probe question"}}, true); err != nil {
+	if _, err := c.render([]policy.Message{{Role: policy.RoleUser, Content: "probe question"}}, nil, true); err != nil {
 		return nil, fmt.Errorf("%s: the chat template cannot render a user message: %w", hfTokenizerConfigFile, err)
 	}
 	return c, nil
@@ -472,17 +476,40 @@ func tokenIDs(raw json.RawMessage) ([]int, error) {
 	return ids, nil
 }
 
-// render renders msgs with the chat template.
-func (c *hfCodec) render(msgs []policy.Message, addGenerationPrompt bool) (string, error) {
+// render renders msgs with the chat template, offering tools when there
+// are any, as apply_chat_template(messages, tools=...) does: each tool as
+// {"type": "function", "function": {name, description, parameters}}.
+func (c *hfCodec) render(msgs []policy.Message, tools []policy.Tool, addGenerationPrompt bool) (string, error) {
 	cm := make([]chattemplate.Message, len(msgs))
 	for i, m := range msgs {
-		cm[i] = chattemplate.Message{Role: m.Role, Content: m.Content}
+		cm[i] = chattemplate.Message{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
+		for _, tc := range m.ToolCalls {
+			args := tc.Arguments
+			if len(args) == 0 {
+				args = json.RawMessage("{}")
+			}
+			cm[i].ToolCalls = append(cm[i].ToolCalls, chattemplate.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: args})
+		}
 	}
-	return c.tmpl.Render(chattemplate.Context{Messages: cm, AddGenerationPrompt: addGenerationPrompt})
+	ctx := chattemplate.Context{Messages: cm, AddGenerationPrompt: addGenerationPrompt}
+	for _, t := range tools {
+		// A struct keeps transformers' key order, which tojson shows.
+		fn, err := json.Marshal(toolcall.APITool{Type: "function", Function: t})
+		if err != nil {
+			return "", fmt.Errorf("tool %s: %w", t.Name, err)
+		}
+		ctx.Tools = append(ctx.Tools, json.RawMessage(fn))
+	}
+	return c.tmpl.Render(ctx)
 }
 
 func (c *hfCodec) RenderChat(msgs []policy.Message, addGenerationPrompt bool) ([]int, error) {
-	text, err := c.render(msgs, addGenerationPrompt)
+	return c.RenderChatTools(msgs, nil, addGenerationPrompt)
+}
+
+// RenderChatTools renders msgs offering tools to the model.
+func (c *hfCodec) RenderChatTools(msgs []policy.Message, tools []policy.Tool, addGenerationPrompt bool) ([]int, error) {
+	text, err := c.render(msgs, tools, addGenerationPrompt)
 	if err != nil {
 		return nil, err // chattemplate's errors name themselves
 	}
@@ -515,6 +542,9 @@ func (c *hfCodec) Encode(text string) []int {
 func (c *hfCodec) Decode(ids []int) (string, error) {
 	return c.tok.DecodeWithOptions(ids, hftok.DecodeOptions{CleanUpTokenizationSpaces: c.cleanUp}), nil
 }
+
+// ToolCallFormat is the format the template shows calls written in.
+func (c *hfCodec) ToolCallFormat() string { return c.toolFormat }
 
 func (c *hfCodec) StopTokens() []int     { return c.stops }
 func (c *hfCodec) TextPrefix() []int     { return c.prefix }

@@ -13,6 +13,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -127,6 +128,35 @@ func (p *Policy) Info() policy.Info {
 // RenderChat implements policy.Policy with the codec's chat template.
 func (p *Policy) RenderChat(_ context.Context, msgs []policy.Message, addGenerationPrompt bool) ([]int, error) {
 	return p.codec.RenderChat(msgs, addGenerationPrompt)
+}
+
+// toolCodec is a codec whose chat template renders tools.
+type toolCodec interface {
+	RenderChatTools(msgs []policy.Message, tools []policy.Tool, addGenerationPrompt bool) ([]int, error)
+	ToolCallFormat() string
+}
+
+// RenderChatTools implements policy.ToolRenderer with the codec's chat
+// template; a codec without tools (the agentrl tokenizer's) refuses them.
+func (p *Policy) RenderChatTools(_ context.Context, msgs []policy.Message, tools []policy.Tool, addGenerationPrompt bool) ([]int, error) {
+	tc, ok := p.codec.(toolCodec)
+	if !ok {
+		if len(tools) == 0 {
+			return p.codec.RenderChat(msgs, addGenerationPrompt)
+		}
+		return nil, errors.New("the agentrl chat template has no tools; describe them in the system prompt")
+	}
+	return tc.RenderChatTools(msgs, tools, addGenerationPrompt)
+}
+
+// ToolCallFormat implements policy.ToolRenderer: the text/toolcall format
+// the chat template shows, "" for the agentrl template and templates
+// without tools.
+func (p *Policy) ToolCallFormat() string {
+	if tc, ok := p.codec.(toolCodec); ok {
+		return tc.ToolCallFormat()
+	}
+	return ""
 }
 
 // Encode implements policy.Policy.

@@ -6,13 +6,16 @@ package policytest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"sync"
 
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/text/tokenizer"
+	"github.com/agentrl/agentrl/text/toolcall"
 )
 
 // Scripted is a policy.Policy whose replies come from Reply.
@@ -26,6 +29,14 @@ type Scripted struct {
 	// Fail, when set, makes Sample fail the requests for which it returns
 	// an error, as a misbehaving server would.
 	Fail func(prompt string, seed uint64) error
+	// ToolFormat, when set (a text/toolcall format), gives the policy a
+	// chat template with tools (RenderChatTools, ToolCallFormat): tools are
+	// listed in the system message as JSON lines under "# Tools", an
+	// assistant's calls are written after its content in that format, and
+	// a tool message is a user message holding
+	// "<tool_response>\n…\n</tool_response>". Reply then emits a chosen
+	// call by returning its text, e.g. toolcall.New(format).Format(calls).
+	ToolFormat string
 
 	tok  *tokenizer.Tokenizer
 	once sync.Once
@@ -49,12 +60,70 @@ func (s *Scripted) Info() policy.Info {
 }
 
 // RenderChat implements policy.Policy with the agentrl chat template.
-func (s *Scripted) RenderChat(_ context.Context, msgs []policy.Message, gen bool) ([]int, error) {
-	tm := make([]tokenizer.Message, len(msgs))
-	for i, m := range msgs {
-		tm[i] = tokenizer.Message{Role: m.Role, Content: m.Content}
+func (s *Scripted) RenderChat(ctx context.Context, msgs []policy.Message, gen bool) ([]int, error) {
+	return s.RenderChatTools(ctx, msgs, nil, gen)
+}
+
+// ToolCallFormat implements policy.ToolRenderer: ToolFormat.
+func (s *Scripted) ToolCallFormat() string { return s.ToolFormat }
+
+// RenderChatTools implements policy.ToolRenderer (see ToolFormat).
+func (s *Scripted) RenderChatTools(_ context.Context, msgs []policy.Message, tools []policy.Tool, gen bool) ([]int, error) {
+	var parser toolcall.Parser
+	if s.ToolFormat != "" {
+		var err error
+		if parser, err = toolcall.New(s.ToolFormat); err != nil {
+			return nil, err
+		}
+	}
+	if (len(tools) > 0 || hasTools(msgs)) && parser == nil {
+		return nil, errors.New("policytest: Scripted.ToolFormat is not set, so its template has no tools")
+	}
+	tm := make([]tokenizer.Message, 0, len(msgs)+1)
+	if len(tools) > 0 {
+		var b strings.Builder
+		if len(msgs) > 0 && msgs[0].Role == policy.RoleSystem {
+			b.WriteString(msgs[0].Content + "\n\n")
+			msgs = msgs[1:]
+		}
+		b.WriteString("# Tools")
+		for _, t := range toolcall.APITools(tools) {
+			line, err := json.Marshal(t)
+			if err != nil {
+				return nil, err
+			}
+			b.WriteString("\n" + string(line))
+		}
+		tm = append(tm, tokenizer.Message{Role: policy.RoleSystem, Content: b.String()})
+	}
+	for _, m := range msgs {
+		switch {
+		case m.Role == policy.RoleTool:
+			tm = append(tm, tokenizer.Message{Role: policy.RoleUser, Content: "<tool_response>\n" + m.Content + "\n</tool_response>"})
+		case len(m.ToolCalls) > 0:
+			calls := make([]toolcall.Call, len(m.ToolCalls))
+			for i, c := range m.ToolCalls {
+				calls[i] = c.Call
+			}
+			content := parser.Format(calls)
+			if m.Content != "" {
+				content = m.Content + "\n" + content
+			}
+			tm = append(tm, tokenizer.Message{Role: m.Role, Content: content})
+		default:
+			tm = append(tm, tokenizer.Message{Role: m.Role, Content: m.Content})
+		}
 	}
 	return s.tokenizer().Render(tm, gen)
+}
+
+func hasTools(msgs []policy.Message) bool {
+	for _, m := range msgs {
+		if m.Role == policy.RoleTool || len(m.ToolCalls) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Encode implements policy.Policy.

@@ -18,6 +18,26 @@ type Tool struct {
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 }
 
+// APITool is a tool in the OpenAI API's shape, {"type": "function",
+// "function": {"name", "description", "parameters"}}, which is also what
+// transformers passes chat templates (key order included).
+type APITool struct {
+	Type     string `json:"type"`
+	Function Tool   `json:"function"`
+}
+
+// APITools wraps tools in the API's shape.
+func APITools(tools []Tool) []APITool {
+	if tools == nil {
+		return nil
+	}
+	out := make([]APITool, len(tools))
+	for i, t := range tools {
+		out[i] = APITool{Type: "function", Function: t}
+	}
+	return out
+}
+
 // Check reports why a call does not fit its tool: an unknown name, or
 // arguments its schema refuses. It understands the subset of JSON Schema
 // function definitions use: type (one or a list), properties, required,

@@ -2,6 +2,7 @@ package toolcall
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -166,4 +167,16 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func ExampleDescribe() {
+	fmt.Println(Describe([]Tool{
+		{Name: "search", Description: "Search the corpus.", Parameters: json.RawMessage(`{"type": "object", "properties": {"query": {"type": "string"}}}`)},
+		{Name: "answer"},
+	}))
+	// Output:
+	// Tools you can call, one per line as name: description; arguments schema:
+	// search: Search the corpus.; arguments {"type":"object","properties":{"query":{"type":"string"}}}
+	// answer
+	// Call a tool by writing <call>search {"argument":"value"}</call>.
 }

@@ -113,6 +113,10 @@ func New(ctx context.Context, start *train.Start, l train.Learner, version int) 
 	// exactly where the learner's would.
 	opts := vllm.Options{BaseURLs: sc.URLs(), APIKey: key, Model: sc.Model, StopTokens: slices.Clone(li.StopTokens), Logger: log,
 		Retry: vllm.Retry{Outage: sc.Outage}}
+	if tr, ok := learnerPolicy.(policy.ToolRenderer); ok {
+		// The learner's template is the server's (checked below).
+		opts.ToolCallFormat = tr.ToolCallFormat()
+	}
 	if opts.StopTokens == nil {
 		opts.StopTokens = []int{}
 	}
@@ -374,6 +378,23 @@ func retry[T any](ctx context.Context, p restoring, what string, call func() (T,
 // RenderChat implements policy.Policy.
 func (p restoring) RenderChat(ctx context.Context, msgs []policy.Message, gen bool) ([]int, error) {
 	return retry(ctx, p, "render", func() ([]int, error) { return p.Policy.RenderChat(ctx, msgs, gen) })
+}
+
+// RenderChatTools implements policy.ToolRenderer.
+func (p restoring) RenderChatTools(ctx context.Context, msgs []policy.Message, tools []policy.Tool, gen bool) ([]int, error) {
+	tr, ok := p.Policy.(policy.ToolRenderer)
+	if !ok {
+		return nil, errors.New("the served policy renders no tools")
+	}
+	return retry(ctx, p, "render", func() ([]int, error) { return tr.RenderChatTools(ctx, msgs, tools, gen) })
+}
+
+// ToolCallFormat implements policy.ToolRenderer.
+func (p restoring) ToolCallFormat() string {
+	if tr, ok := p.Policy.(policy.ToolRenderer); ok {
+		return tr.ToolCallFormat()
+	}
+	return ""
 }
 
 // Encode implements policy.Policy.

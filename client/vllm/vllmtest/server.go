@@ -59,6 +59,7 @@ import (
 
 	"github.com/agentrl/agentrl/internal/httpapi"
 	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/text/toolcall"
 )
 
 // Server is an http.Handler that answers like vLLM, from Policy.
@@ -200,12 +201,13 @@ func (s *Server) models(w http.ResponseWriter) {
 }
 
 type tokenizeRequest struct {
-	Model                string            `json:"model"`
-	Prompt               *string           `json:"prompt"`
-	Messages             *[]policy.Message `json:"messages"`
-	AddGenerationPrompt  *bool             `json:"add_generation_prompt"`
-	ContinueFinalMessage bool              `json:"continue_final_message"`
-	AddSpecialTokens     *bool             `json:"add_special_tokens"`
+	Model                string             `json:"model"`
+	Prompt               *string            `json:"prompt"`
+	Messages             *[]policy.Message  `json:"messages"`
+	Tools                []toolcall.APITool `json:"tools"`
+	AddGenerationPrompt  *bool              `json:"add_generation_prompt"`
+	ContinueFinalMessage bool               `json:"continue_final_message"`
+	AddSpecialTokens     *bool              `json:"add_special_tokens"`
 }
 
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
@@ -228,8 +230,21 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		special = req.AddSpecialTokens != nil && *req.AddSpecialTokens // vLLM's default is false
-		ids, err = s.Policy.RenderChat(r.Context(), *req.Messages, gen)
-	case req.Prompt != nil && req.Messages == nil:
+		if req.Tools != nil {
+			tr, ok := s.Policy.(policy.ToolRenderer)
+			if !ok {
+				writeError(w, http.StatusBadRequest, "BadRequestError", "the policy's chat template renders no tools")
+				return
+			}
+			tools := make([]policy.Tool, len(req.Tools))
+			for i, t := range req.Tools {
+				tools[i] = t.Function
+			}
+			ids, err = tr.RenderChatTools(r.Context(), *req.Messages, tools, gen)
+		} else {
+			ids, err = s.Policy.RenderChat(r.Context(), *req.Messages, gen)
+		}
+	case req.Prompt != nil && req.Messages == nil && req.Tools == nil:
 		special = req.AddSpecialTokens == nil || *req.AddSpecialTokens // vLLM's default is true
 		ids, err = s.Policy.Encode(r.Context(), *req.Prompt)
 	default:
