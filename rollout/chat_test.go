@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -42,7 +43,7 @@ func TestRunChatMatchesTokenEngine(t *testing.T) {
 			t.Errorf("seed %d: chat %+v\ntoken %+v", seeds[i], a, b)
 		}
 		for j := range a.Messages {
-			if a.Messages[j] != b.Messages[j] {
+			if !reflect.DeepEqual(a.Messages[j], b.Messages[j]) {
 				t.Errorf("seed %d message %d differs:\n%q\n%q", seeds[i], j, a.Messages[j].Content, b.Messages[j].Content)
 			}
 		}
