@@ -17,6 +17,8 @@ package envs
 import (
 	"errors"
 	"math/rand/v2"
+
+	"github.com/agentrl/agentrl/text/toolcall"
 )
 
 // Env is one episode-at-a-time text environment.
@@ -152,4 +154,23 @@ var ErrEpisodeDone = errors.New("envs: Step called after the episode ended")
 // label of its own) so that a seed means the same thing everywhere.
 func NewRand(seed uint64, stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, stream^0x9e3779b97f4a7c15))
+}
+
+// ToolUser is implemented by environments whose actions can be tool calls:
+// with rollout.tools on, the rollout engine offers Tools to the policy
+// (through its chat template's tools, or described in the system prompt
+// for templates without any), reads the calls in its reply, steps the
+// environment with each call's action and answers each call with the
+// step's observation as a tool message. Step stays the one way to act, so
+// an environment served over OpenEnv keeps working.
+type ToolUser interface {
+	// Tools declares the calls, with the JSON schemas of their arguments.
+	Tools() []toolcall.Tool
+	// ActionOf turns a call into the action text Step takes; an error
+	// says why the call is no action (it is reported to the model as the
+	// call's result, and the turn is an invalid step).
+	ActionOf(call toolcall.Call) (string, error)
+	// CallOf is ActionOf's inverse, so that experts and baselines whose
+	// advice is action text can write calls.
+	CallOf(action string) (toolcall.Call, error)
 }
