@@ -134,6 +134,29 @@ type Sampling struct {
 	// Seed makes the sample reproducible, independently of which other
 	// requests share its batch.
 	Seed uint64 `yaml:"-" json:"seed"`
+	// Constraint, when set, restricts each sampled token to those it
+	// allows (guided decoding, such as text/constrain's JSON schemas).
+	// Only policies that implement ConstrainedSampler apply it; others
+	// ignore it. Give each request its own.
+	Constraint Constraint `yaml:"-" json:"-"`
+}
+
+// Constraint restricts the tokens of one generated sequence.
+type Constraint interface {
+	// Allow sets allowed[id] (one entry per token id, all false on
+	// entry) for every token that may follow generated, the tokens the
+	// sequence has sampled so far. An error (generated left what the
+	// constraint accepts, or nothing may follow it) ends the sequence
+	// with that error.
+	Allow(generated []int, allowed []bool) error
+}
+
+// ConstrainedSampler is implemented by policies that apply
+// Sampling.Constraint while they sample.
+type ConstrainedSampler interface {
+	// AppliesConstraints reports whether Sample applies
+	// Sampling.Constraint.
+	AppliesConstraints() bool
 }
 
 // Request asks for one sampled continuation of Prompt.

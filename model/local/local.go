@@ -167,6 +167,10 @@ func (p *Policy) Encode(_ context.Context, text string) ([]int, error) {
 // Decode implements policy.Policy.
 func (p *Policy) Decode(_ context.Context, ids []int) (string, error) { return p.codec.Decode(ids) }
 
+// AppliesConstraints implements policy.ConstrainedSampler: Sample applies
+// Sampling.Constraint, on the embedded model and on a Hugging Face one.
+func (p *Policy) AppliesConstraints() bool { return true }
+
 // Sample implements policy.Policy. Requests are checked one by one: a bad
 // request (an out-of-range token id, a prompt longer than the context) gets
 // its own Err and the rest are sampled together.
@@ -196,6 +200,7 @@ func (p *Policy) Sample(ctx context.Context, reqs []policy.Request) ([]policy.Sa
 		batch = append(batch, native.SampleRequest{
 			Prompt: r.Prompt, MaxNewTokens: maxNew, Temperature: float32(r.Sampling.Temperature),
 			TopK: r.Sampling.TopK, TopP: float32(r.Sampling.TopP), StopTokens: stops, Seed: r.Sampling.Seed,
+			Constraint: r.Sampling.Constraint,
 		})
 		idx = append(idx, i)
 	}
@@ -212,6 +217,10 @@ func (p *Policy) Sample(ctx context.Context, reqs []policy.Request) ([]policy.Sa
 		lp := make([]float64, len(res[j].LogProbs))
 		for t, v := range res[j].LogProbs {
 			lp[t] = float64(v)
+		}
+		if res[j].Err != nil {
+			out[i].Err = res[j].Err
+			continue
 		}
 		out[i] = policy.Sample{Tokens: res[j].Tokens, LogProbs: lp, Finish: res[j].FinishReason}
 	}

@@ -25,6 +25,18 @@ type SampleRequest struct {
 	TopP         float32 // nucleus: keep the smallest set with mass ≥ TopP; 0 or 1 disables
 	StopTokens   []int   // generation stops after emitting any of these
 	Seed         uint64  // seeds this request's own PCG generator
+	// Constraint, when set, restricts each token to those it allows
+	// (guided decoding); the request's log-probs stay the policy's own
+	// (raw logits, temperature 1).
+	Constraint Constraint
+}
+
+// Constraint restricts the tokens of one generated sequence: Allow sets
+// allowed[id] (one entry per token id, all false on entry) for each token
+// that may follow generated, the tokens sampled so far. Its error ends the
+// sequence (SampleResult.Err). policy.Constraint has the same method.
+type Constraint interface {
+	Allow(generated []int, allowed []bool) error
 }
 
 // Finish reasons reported in SampleResult.
@@ -43,6 +55,9 @@ type SampleResult struct {
 	LogProbs []float32
 	// FinishReason is FinishStop or FinishLength.
 	FinishReason string
+	// Err, when not nil, is the request's Constraint's error, which ended
+	// it after Tokens.
+	Err error
 }
 
 // sampler is the per-request decoding state. Each request owns its RNG and
@@ -57,6 +72,7 @@ type sampler struct {
 	idx    []int32   // candidate order scratch (truncated sampling)
 	weight []float64 // candidate weights scratch (truncated sampling)
 	probs  []float32 // exp weights over the vocabulary
+	allow  []bool    // the constraint's mask (constrained requests only)
 }
 
 func (m *Model) checkSample(i int, r *SampleRequest) error {
@@ -103,6 +119,9 @@ func (m *Model) Sample(ctx context.Context, reqs []SampleRequest) ([]SampleResul
 				Tokens:   make([]int, 0, r.MaxNewTokens),
 				LogProbs: make([]float32, 0, r.MaxNewTokens),
 			},
+		}
+		if r.Constraint != nil {
+			ss[i].allow = make([]bool, m.cfg.Vocab)
 		}
 		if r.MaxNewTokens == 0 {
 			ss[i].done = true
@@ -618,7 +637,17 @@ const maxChunkRows = 4096
 
 // emit samples the next token from raw logits and records it.
 func (s *sampler) emit(z []float32) {
-	tok, lse := s.pick(z)
+	var tok int
+	var lse float32
+	if s.req.Constraint != nil {
+		var err error
+		if tok, lse, err = s.pickAllowed(z); err != nil {
+			s.done, s.out.FinishReason, s.out.Err = true, FinishStop, err
+			return
+		}
+	} else {
+		tok, lse = s.pick(z)
+	}
 	s.out.Tokens = append(s.out.Tokens, tok)
 	s.out.LogProbs = append(s.out.LogProbs, z[tok]-lse)
 	switch {
@@ -690,4 +719,79 @@ func (s *sampler) pick(z []float32) (int, float32) {
 		}
 	}
 	return int(idx[len(idx)-1]), simd.LogSumExp(z)
+}
+
+// pickAllowed is pick restricted to the tokens the request's Constraint
+// allows (the mask applied before top-k and top-p, as vLLM applies its
+// guided-decoding bitmask): argmax among them at temperature 0, otherwise
+// one draw from softmax(z/T) over them, truncated. The log-sum-exp is the
+// raw logits', so the log-prob stays the policy's own.
+func (s *sampler) pickAllowed(z []float32) (int, float32, error) {
+	r := s.req
+	allow := s.allow[:len(z)]
+	clear(allow)
+	if err := r.Constraint.Allow(s.out.Tokens, allow); err != nil {
+		return 0, 0, err
+	}
+	idx := s.idx[:0]
+	for i, ok := range allow {
+		if ok {
+			idx = append(idx, int32(i))
+		}
+	}
+	if len(idx) == 0 {
+		return 0, 0, fmt.Errorf("native: the constraint allows no token after %d generated", len(s.out.Tokens))
+	}
+	lse := simd.LogSumExp(z)
+	if r.Temperature == 0 {
+		best := idx[0]
+		for _, t := range idx[1:] {
+			if z[t] > z[best] {
+				best = t
+			}
+		}
+		return int(best), lse, nil
+	}
+	topP := r.TopP > 0 && r.TopP < 1
+	if r.TopK > 0 && r.TopK < len(idx) || topP {
+		slices.SortFunc(idx, func(a, b int32) int {
+			if c := cmp.Compare(z[b], z[a]); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
+		if r.TopK > 0 && r.TopK < len(idx) {
+			idx = idx[:r.TopK]
+		}
+	}
+	mx := z[idx[0]]
+	for _, t := range idx[1:] {
+		mx = max(mx, z[t])
+	}
+	invT := 1 / float64(r.Temperature)
+	w := s.weight[:len(idx)]
+	var total float64
+	for i, t := range idx {
+		w[i] = math.Exp((float64(z[t]) - float64(mx)) * invT)
+		total += w[i]
+	}
+	if topP {
+		var cum float64
+		for i := range w {
+			cum += w[i]
+			if cum >= float64(r.TopP)*total {
+				idx, w, total = idx[:i+1], w[:i+1], cum
+				break
+			}
+		}
+	}
+	u := s.rng.Float64() * total
+	var cum float64
+	for i := range w {
+		cum += w[i]
+		if u < cum {
+			return int(idx[i]), lse, nil
+		}
+	}
+	return int(idx[len(idx)-1]), lse, nil
 }

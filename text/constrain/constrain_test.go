@@ -342,7 +342,7 @@ func TestMaskMatchesBruteForce(t *testing.T) {
 		for run := range 8 {
 			budget := 0
 			if run%2 == 1 {
-				budget = g.MinLen() + rng.IntN(40)
+				budget = g.MinLen() + 1 + rng.IntN(40)
 			}
 			seq, err := g.Start(vocab, []int{stop}, budget)
 			if err != nil {
@@ -357,7 +357,7 @@ func TestMaskMatchesBruteForce(t *testing.T) {
 				}
 				room := maxCost
 				if budget > 0 {
-					room = budget - len(gen) - 1
+					room = budget - len(gen) - 2 // this token and the stop token
 				}
 				want := bruteForce(g, toks, text, room)
 				if minCost(mustPrefix(t, g, text)) == 0 {
@@ -383,7 +383,7 @@ func TestMaskMatchesBruteForce(t *testing.T) {
 				}
 				gen = append(gen, id)
 				text = append(text, toks[id]...)
-				if budget > 0 && len(gen) > budget {
+				if budget > 0 && len(gen)+1 > budget { // the stop token counts
 					t.Fatalf("%s: %d tokens over the budget %d", name, len(gen), budget)
 				}
 			}
@@ -441,6 +441,9 @@ func TestStartBudget(t *testing.T) {
 	_, vocab := byteVocab(rand.New(rand.NewPCG(1, 1)))
 	if _, err := g.Start(vocab, nil, g.MinLen()-1); !errors.Is(err, ErrBudget) {
 		t.Errorf("Start with a budget below MinLen: %v, want ErrBudget", err)
+	}
+	if _, err := g.Start(vocab, []int{1}, g.MinLen()); !errors.Is(err, ErrBudget) {
+		t.Errorf("Start with stops and a budget of MinLen (no room for the stop): %v, want ErrBudget", err)
 	}
 	seq, err := g.Start(vocab, nil, 0)
 	if err != nil {

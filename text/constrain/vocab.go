@@ -150,14 +150,16 @@ var ErrBudget = errors.New("constrain: the token budget is smaller than the shor
 
 // Start returns a Sequence of g over the vocabulary v: stops (the tokens
 // that end generation) are allowed where a text of g is complete. budget,
-// when positive, is the most tokens the sequence may have: each token is
-// then allowed only if what it leaves can still be completed, one byte a
-// token, within the budget (so the text always completes, given a token
-// for each byte it needs; when no token fits, the budget is ignored at that
-// step). A budget below the grammar's MinLen is ErrBudget.
+// when positive, is the most tokens the sequence may have, a stop token
+// included when there are stops: each token is then allowed only if what
+// it leaves can still be completed, one byte a token, and stopped within
+// the budget (so the text always completes, given a token for each byte
+// it needs; when no token fits, the budget is ignored at that step). A
+// budget below the grammar's MinLen (plus one for a stop token) is
+// ErrBudget.
 func (g *Grammar) Start(v *Vocab, stops []int, budget int) (*Sequence, error) {
-	if budget > 0 && budget < g.minLen {
-		return nil, fmt.Errorf("%w: %d tokens, at least %d needed", ErrBudget, budget, g.minLen)
+	if need := g.minLen + min(len(stops), 1); budget > 0 && budget < need {
+		return nil, fmt.Errorf("%w: %d tokens, at least %d needed", ErrBudget, budget, need)
 	}
 	return &Sequence{g: g, v: v, stops: slices.Clone(stops), budget: budget, state: g.starts}, nil
 }
@@ -185,7 +187,9 @@ func (s *Sequence) Allow(generated []int, allowed []bool) error {
 	}
 	room := maxCost
 	if s.budget > 0 {
-		room = max(0, s.budget-len(generated)-1)
+		// This token, then the rest of the text and a stop token; below
+		// 0, only a stop token fits.
+		room = s.budget - len(generated) - 1 - min(len(s.stops), 1)
 	}
 	if s.mask(allowed, room) || room < maxCost && s.mask(allowed, maxCost) {
 		return nil
