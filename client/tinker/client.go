@@ -6,17 +6,37 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// SDKVersion is sent as create_session's sdk_version.
-const SDKVersion = "agentrl-go/1"
+// SDKVersion is sent as the sdk_version of create_session and
+// client/config: the SDK release whose protocol this client speaks, with
+// agentrl's local tag (PEP 440 and semver both read it as 0.25.0), so
+// that a server resolving flags by version gives this client the ones
+// of that release.
+const SDKVersion = "0.25.0+agentrl"
+
+// Wire dialects (Options.Wire).
+const (
+	// WireAuto sends forward and forward_backward as protobuf, as the SDK
+	// does since 0.25.0, and falls back to JSON for the whole session when
+	// a server refuses the first such body as unreadable (HTTP 415 or
+	// 422, as servers that predate protobuf answer).
+	WireAuto = "auto"
+	// WireProto always sends protobuf.
+	WireProto = "proto"
+	// WireJSON speaks the JSON dialect of SDKs up to 0.24.1: JSON bodies
+	// (forward on its own route) and JSON results only.
+	WireJSON = "json"
+)
 
 const userAgent = "agentrl-tinker/1 (Go)"
 
@@ -26,8 +46,20 @@ type Options struct {
 	// "https://host/services/tinker-prod"; a trailing "/api/v1" is
 	// accepted and removed.
 	BaseURL string
-	// APIKey, when set, is sent as the SDK sends it: the X-API-Key header.
+	// APIKey, when set, is sent as the SDK sends it: the X-API-Key header
+	// (or exchanged for a JWT first, when the server's client/config asks:
+	// see auth.go).
 	APIKey string
+	// CredentialCmd is a shell command that prints a credential, the SDK's
+	// $TINKER_CREDENTIAL_CMD: used when APIKey is empty, or when the
+	// server asks for dynamic credentials.
+	CredentialCmd string
+	// Wire is the dialect of forward and forward_backward: WireAuto (the
+	// default, also for ""), WireProto or WireJSON. Results of forward,
+	// forward_backward and asample are asked for as protobuf or JSON
+	// (Accept: application/x-protobuf, application/json) and read in
+	// whichever the server sends, but with WireJSON as JSON only.
+	Wire string
 	// HTTPClient sends the requests. Nil means a client with a pooled
 	// transport. Its Timeout should be 0: RequestTimeout and PollTimeout
 	// bound each round trip instead.
@@ -109,6 +141,17 @@ type Client struct {
 
 	modelSeq atomic.Int64 // model_seq_id of the next create_model
 
+	auth *authState
+	// config is client/config's reply (the SDK's defaults when the server
+	// has no such route); configKeys the flags it named; dynConfig
+	// client/dynamic_config's.
+	config     ClientConfigResponse
+	configKeys []string
+	dynConfig  ClientDynamicConfigResponse
+	// dialect is the wire dialect in use for forward bodies: dialectProto,
+	// dialectJSON, or dialectUnknown until the first one is accepted.
+	dialect atomic.Int32
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	// closing ends with Close: it stops the heartbeats and aborts the
@@ -127,6 +170,11 @@ func NewClient(ctx context.Context, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	switch opts.Wire {
+	case "", WireAuto, WireProto, WireJSON:
+	default:
+		return nil, fmt.Errorf("tinker: Options.Wire %q: want %q, %q or %q", opts.Wire, WireAuto, WireProto, WireJSON)
+	}
 	c := &Client{
 		opts: opts,
 		base: base,
@@ -134,6 +182,7 @@ func NewClient(ctx context.Context, opts Options) (*Client, error) {
 		rng:  newJitter(),
 		http: opts.HTTPClient,
 	}
+	c.auth = &authState{c: c, apiKey: opts.APIKey, cmd: opts.CredentialCmd}
 	c.closing, c.shutdown = context.WithCancel(context.Background())
 	if c.http == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
@@ -155,6 +204,14 @@ func NewClient(ctx context.Context, opts Options) (*Client, error) {
 }
 
 func (c *Client) connect(ctx context.Context) error {
+	if c.opts.APIKey == "" && c.opts.CredentialCmd != "" {
+		// The SDK's fallback: the command's credential as the key.
+		cred, err := c.auth.credential(ctx, false)
+		if err != nil {
+			return err
+		}
+		c.auth.apiKey = cred
+	}
 	data, err := c.do(ctx, http.MethodGet, "healthz", nil)
 	if err != nil {
 		return err
@@ -166,7 +223,99 @@ func (c *Client) connect(ctx context.Context) error {
 	if health.Status != "ok" {
 		return fmt.Errorf("tinker: healthz: status %q, want \"ok\"", health.Status)
 	}
+	if err := c.fetchConfig(ctx); err != nil {
+		return err
+	}
+	switch {
+	case c.opts.Wire == WireJSON:
+		c.dialect.Store(dialectJSON)
+	case c.opts.Wire == WireProto, c.config.ProtoWriteFwdBwd, c.config.ProtoCompressFwdBwd:
+		c.dialect.Store(dialectProto)
+	}
 	return c.createSession(ctx)
+}
+
+// Wire dialects of forward bodies (Client.dialect).
+const (
+	dialectUnknown int32 = iota
+	dialectProto
+	dialectJSON
+)
+
+// fetchConfig asks for client/config, as the SDK does before anything
+// else, sets up the credential it calls for, and asks for
+// client/dynamic_config. A server without these routes (404, 405) gets
+// the SDK's defaults.
+func (c *Client) fetchConfig(ctx context.Context) error {
+	if c.opts.APIKey != "" && !sdkAcceptsKey(c.opts.APIKey) {
+		c.log.Warn("tinker: the API key does not start with \"tml-\" (nor is it a JWT): the Tinker SDK refuses such keys, and hosted Tinker will too")
+	}
+	cred := c.auth.apiKey
+	body, _ := json.Marshal(ClientConfigRequest{SDKVersion: SDKVersion})
+	c.config = ClientConfigResponse{ParallelFwdBwdChunks: true, FwdBwdMaxChunkLen: 1024}
+	r, err := c.doCall(ctx, call{method: http.MethodPost, route: "client/config", body: body, key: &cred})
+	switch {
+	case isStatus(err, http.StatusNotFound), isStatus(err, http.StatusMethodNotAllowed):
+		c.log.Debug("tinker: the server has no client/config; the SDK's defaults apply")
+	case err != nil:
+		return err
+	default:
+		if err := decode("client/config", r.data, &c.config); err != nil {
+			return err
+		}
+		var keys map[string]json.RawMessage
+		json.Unmarshal(r.data, &keys)
+		c.configKeys = slices.Sorted(maps.Keys(keys))
+	}
+	if c.config.PJWTAuthEnabled {
+		if err := c.auth.enableJWT(ctx, c.config.CredentialDefaultSource == "credential_cmd"); err != nil {
+			return err
+		}
+	}
+	c.dynConfig = ClientDynamicConfigResponse{RefreshIntervalSec: 300}
+	r, err = c.doCall(ctx, call{method: http.MethodPost, route: "client/dynamic_config", body: body})
+	switch {
+	case isStatus(err, http.StatusNotFound), isStatus(err, http.StatusMethodNotAllowed):
+	case err != nil:
+		return err
+	default:
+		if err := decode("client/dynamic_config", r.data, &c.dynConfig); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ServerConfig returns the server's client/config reply (the SDK's
+// defaults for a server without the route) and the names of the flags
+// it sent.
+func (c *Client) ServerConfig() (ClientConfigResponse, []string) {
+	return c.config, slices.Clone(c.configKeys)
+}
+
+// DynamicConfig returns the server's client/dynamic_config reply, read
+// at connection (the SDK's defaults for a server without the route).
+func (c *Client) DynamicConfig() ClientDynamicConfigResponse { return c.dynConfig }
+
+// WireDialect returns the dialect forward bodies go in: WireProto or
+// WireJSON, or WireAuto while the first has not been sent.
+func (c *Client) WireDialect() string {
+	switch c.dialect.Load() {
+	case dialectProto:
+		return WireProto
+	case dialectJSON:
+		return WireJSON
+	}
+	return WireAuto
+}
+
+// resultAccept is the Accept header of retrieve_future for results that
+// may come as protobuf (forward, forward_backward, asample).
+func (c *Client) resultAccept() string {
+	if c.opts.Wire == WireJSON {
+		return ContentTypeJSON
+	}
+	return ContentTypeProto + ", " + ContentTypeJSON
 }
 
 // newJitter returns the source of backoff jitter. A fixed seed: jitter
@@ -233,7 +382,7 @@ func (c *Client) heartbeats(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		_, err := c.exchange(ctx, http.MethodPost, "session_heartbeat", body, "", min(c.opts.RequestTimeout, max(c.opts.HeartbeatInterval, time.Second)))
+		_, err := c.exchange(ctx, call{method: http.MethodPost, route: "session_heartbeat", body: body}, "", min(c.opts.RequestTimeout, max(c.opts.HeartbeatInterval, time.Second)))
 		switch {
 		case err == nil, ctx.Err() != nil:
 		case isStatus(err, http.StatusNotFound):
@@ -325,7 +474,7 @@ func (c *Client) CreateModel(ctx context.Context, baseModel string, lora LoraCon
 	if err != nil {
 		return nil, err
 	}
-	return newTrainingModel(c, resp.ModelID, baseModel), nil
+	return newTrainingModel(c, resp.ModelID, baseModel, lora), nil
 }
 
 func decodeCreateModel(data []byte) (CreateModelResponse, error) {
@@ -390,39 +539,64 @@ func (c *Client) Sample(ctx context.Context, req SampleRequest) (SampleResponse,
 		return zero, fmt.Errorf("tinker: asample: encoding request: %w", err)
 	}
 	wantPrompt := req.PromptLogprobs != nil && *req.PromptLogprobs
-	check := func(data []byte) (SampleResponse, error) {
-		return decodeSample(data, req.NumSamples, req.SamplingParams.MaxTokens, promptLen, wantPrompt)
+	check := func(r SampleResponse) (SampleResponse, error) {
+		return r, checkSample(&r, req.NumSamples, req.SamplingParams.MaxTokens, promptLen, wantPrompt)
 	}
-	f, err := submit(ctx, c, "asample", body, check)
+	cl := call{method: http.MethodPost, route: "asample", body: body}
+	f, err := submitCall(ctx, c, "asample", cl, c.resultAccept(),
+		func(data []byte) (SampleResponse, error) {
+			var r SampleResponse
+			if err := decode("asample", data, &r); err != nil {
+				return r, err
+			}
+			return check(r)
+		},
+		func(data []byte) (SampleResponse, error) {
+			var r SampleResponse
+			if err := r.UnmarshalProto(data); err != nil {
+				return r, malformed("asample", "%v", err)
+			}
+			return check(r)
+		})
 	if err != nil {
 		return zero, err
 	}
-	f.resubmit = func(ctx context.Context) (string, error) { return c.submitRaw(ctx, "asample", body) }
+	f.resubmit = func(ctx context.Context) (string, error) { return c.submitRaw(ctx, cl) }
 	return f.Wait(ctx)
 }
 
-// decodeSample checks a sample result against its request.
-func decodeSample(data []byte, n, maxTokens, promptLen int, wantPrompt bool) (SampleResponse, error) {
-	var r SampleResponse
-	if err := decode("asample", data, &r); err != nil {
-		return r, err
-	}
+// checkSample checks a sample result against its request. Prompt
+// log-probs one fewer than the prompt's tokens (SkyRL's JAX engine leaves
+// the first out instead of sending it null) get the leading null here.
+func checkSample(r *SampleResponse, n, maxTokens, promptLen int, wantPrompt bool) error {
 	if len(r.Sequences) != n {
-		return r, malformed("asample", "%d sequences for num_samples %d", len(r.Sequences), n)
+		return malformed("asample", "%d sequences for num_samples %d", len(r.Sequences), n)
 	}
 	for i, s := range r.Sequences {
 		if s.Logprobs != nil && len(s.Logprobs) != len(s.Tokens) {
-			return r, malformed("asample", "sequence %d has %d logprobs for %d tokens", i, len(s.Logprobs), len(s.Tokens))
+			return malformed("asample", "sequence %d has %d logprobs for %d tokens", i, len(s.Logprobs), len(s.Tokens))
 		}
 		if len(s.Tokens) > maxTokens {
-			return r, malformed("asample", "sequence %d has %d tokens, more than max_tokens %d", i, len(s.Tokens), maxTokens)
+			return malformed("asample", "sequence %d has %d tokens, more than max_tokens %d", i, len(s.Tokens), maxTokens)
 		}
 		if s.StopReason != StopReasonStop && s.StopReason != StopReasonLength {
-			return r, malformed("asample", "sequence %d has stop_reason %q", i, s.StopReason)
+			return malformed("asample", "sequence %d has stop_reason %q", i, s.StopReason)
 		}
 	}
-	if wantPrompt && len(r.PromptLogprobs) != promptLen {
-		return r, malformed("asample", "%d prompt_logprobs for %d prompt tokens", len(r.PromptLogprobs), promptLen)
+	if !wantPrompt {
+		return nil
 	}
-	return r, nil
+	switch len(r.PromptLogprobs) {
+	case promptLen:
+	case promptLen - 1:
+		// A one-token prompt has no log-prob to send either way.
+		if promptLen > 1 && r.PromptLogprobs[0] == nil {
+			return malformed("asample", "%d prompt_logprobs for %d prompt tokens, the first null: neither the full list nor the list without its first entry", len(r.PromptLogprobs), promptLen)
+		}
+		r.PromptLogprobs = append([]*float64{nil}, r.PromptLogprobs...)
+		r.PromptLogprobsShifted = true
+	default:
+		return malformed("asample", "%d prompt_logprobs for %d prompt tokens", len(r.PromptLogprobs), promptLen)
+	}
+	return nil
 }

@@ -1,16 +1,42 @@
 // Package tinker speaks the Tinker API (Thinking Machines' training and
 // sampling service, and the self-hosted servers of the same protocol such
-// as SkyRL's): JSON over HTTP under /api/v1, every training call answered
-// with a future that is long-polled through retrieve_future.
+// as SkyRL's): HTTP under /api/v1, every training call answered with a
+// future that is long-polled through retrieve_future.
 //
-// wire.go holds the request and response shapes; the offline server in
-// server/tinkerapi uses the same types, so client and server cannot drift.
+// wire.go holds the JSON request and response shapes, wire_proto.go their
+// protobuf forms (the SDK's tinker_public schema, internal/tinkerpb); the
+// offline server in server/tinkerapi uses the same types and conversions,
+// so client and server cannot drift.
+//
+// # Dialects
+//
+// SDKs up to 0.24.1 speak JSON. From 0.25.0 forward and forward_backward
+// go as protobuf (Content-Type application/x-protobuf) to forward_backward,
+// a forward pass with forward_only set, zstd-compressed when the server's
+// client/config sets proto_compress_fwdbwd; and the results of forward,
+// forward_backward and asample are read as protobuf. This client asks for
+// those results as "application/x-protobuf, application/json" and reads
+// either. With Options.Wire WireAuto (the default) it sends protobuf
+// forward bodies, and when a server refuses the first one unread (415 or
+// 422: a server that predates protobuf) it sends that request again as
+// JSON with the same seq_id, and JSON from then on; WireProto and
+// WireJSON fix the dialect. WireDialect says which is in use.
+//
+// Prompt log-probs one fewer than the prompt's tokens, the first left out
+// (SkyRL's JAX backend), are read as the full list with its leading null
+// (SampleResponse.PromptLogprobsShifted says so).
 //
 // # Calls
 //
-// NewClient checks GET healthz, creates a session (create_session) and
-// sends POST session_heartbeat every HeartbeatInterval until Close; a
-// failed heartbeat is logged, never fatal. Client.CreateModel
+// NewClient checks GET healthz, asks POST client/config and
+// client/dynamic_config (ServerConfig, DynamicConfig; a 404 means the
+// SDK's defaults), sets up the credential the server asks for (auth.go:
+// the API key in X-API-Key, or exchanged for a JWT at POST auth/token when
+// client/config sets pjwt_auth_enabled, with $TINKER_CREDENTIAL_CMD as
+// Options.CredentialCmd where the SDK reads it), creates a session
+// (create_session) and sends POST session_heartbeat every
+// HeartbeatInterval until Close; a failed heartbeat is logged, never
+// fatal. DetectEngine identifies the engine behind the server (engine.go). Client.CreateModel
 // (create_model) returns a TrainingModel, whose ForwardBackward,
 // OptimStep, SaveWeights, SaveWeightsForSampler and LoadWeights each
 // submit one request and wait for its future; the Async forms return the
@@ -27,8 +53,7 @@
 // returning it, so that a caller's Dense cannot be made to allocate
 // without limit by a hostile or broken server.
 // Client.Sample submits asample; Sampler wraps it as a policy.Policy.
-// The API key, if any, is sent as the SDK sends it, in X-API-Key; every
-// POST also carries an X-Idempotency-Key that stays the same across the
+// Every POST carries an X-Idempotency-Key that stays the same across the
 // retries of one call, as the SDK's does.
 //
 // # Futures
@@ -84,8 +109,15 @@
 // server orders a model's requests by seq_id), each completing, retries
 // included, before the next is sent; waiting for results is not
 // serialized. Where a server does not deduplicate a route (SkyRL
-// deduplicates neither create_model nor save_weights nor load_weights), a
-// retry after a lost reply may create a second model or be refused as a
-// duplicate checkpoint name (409) or as a load that is not the model's
-// first request (400); such errors are returned, never hidden.
+// deduplicates neither create_model nor save_weights,
+// save_weights_for_sampler nor load_weights), a retry after a lost reply
+// may create a second model, be refused as a duplicate checkpoint name
+// (409 "already exists") or as a load that is not the model's first
+// request (400). A save_weights whose retry meets the 409 checks that the
+// checkpoint is there, of this model's base model and rank (weights_info
+// on its tinker://<model>/weights/<name> path, waiting through 425), and
+// returns its path; a save_weights_for_sampler saves the same weights
+// again under name + "-r" (the first save's path cannot be asked for). A
+// 409 on a first attempt, and the other errors, are returned, never
+// hidden.
 package tinker

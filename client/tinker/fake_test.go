@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/agentrl/agentrl/client/tinker"
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/policy/policytest"
@@ -48,6 +50,21 @@ type fake struct {
 	never     map[string]bool     // route → its futures never resolve
 	failures  map[string]*failure // route → its futures fail
 	fault     func(w http.ResponseWriter, r *http.Request, route string, body []byte, h http.Handler) bool
+	// config is client/config's reply; nil answers 404, as a server
+	// without the route. jwt, when set, is the token auth/token trades
+	// the API key for (then required on every other route).
+	config map[string]any
+	jwt    string
+	// exchangeKey, when set, is the credential auth/token takes (else
+	// apiKey); dynamic is client/dynamic_config's reply (nil: 404); root
+	// is GET /'s name ("" : 404).
+	exchangeKey string
+	dynamic     map[string]any
+	root        string
+	// proto makes the fake read protobuf forward_backward bodies
+	// (zstd-compressed or not) and answer protobuf results to a client
+	// that accepts them, as servers do for SDK 0.25.0.
+	proto     bool
 	inflight  atomic.Int64 // polls being answered
 	maxFlight atomic.Int64
 }
@@ -171,6 +188,10 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	route, ok := strings.CutPrefix(r.URL.Path, tinker.APIPrefix+"/")
 	if !ok {
+		if r.URL.Path == "/" && f.root != "" {
+			writeJSON(w, 200, map[string]any{"name": f.root, "version": "0.0.1"})
+			return
+		}
 		detail(w, http.StatusNotFound, "Not Found")
 		return
 	}
@@ -188,8 +209,80 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fake) serve(w http.ResponseWriter, r *http.Request, route string, body []byte) {
-	if f.apiKey != "" && r.Header.Get("X-API-Key") != f.apiKey {
+	key := r.Header.Get("X-API-Key")
+	switch {
+	case route == "healthz" && (f.jwt != "" || f.exchangeKey != ""):
+		// Health probes need no credential (the client has none yet).
+	case route == "auth/token" && f.exchangeKey != "":
+		if key != f.exchangeKey {
+			detail(w, http.StatusUnauthorized, "Invalid credential")
+			return
+		}
+	case route == "client/config" || route == "auth/token":
+		if f.apiKey != "" && key != f.apiKey {
+			detail(w, http.StatusUnauthorized, "Invalid API key")
+			return
+		}
+	case f.jwt != "":
+		if key != f.jwt {
+			detail(w, http.StatusUnauthorized, "Invalid JWT")
+			return
+		}
+	case f.apiKey != "" && key != f.apiKey:
 		detail(w, http.StatusUnauthorized, "Invalid API key")
+		return
+	}
+	switch route {
+	case "client/config":
+		if f.config == nil {
+			detail(w, http.StatusNotFound, "Not Found")
+			return
+		}
+		writeJSON(w, 200, f.config)
+		return
+	case "client/dynamic_config":
+		if f.dynamic == nil {
+			detail(w, http.StatusNotFound, "Not Found")
+			return
+		}
+		writeJSON(w, 200, f.dynamic)
+		return
+	case "auth/token":
+		if f.jwt == "" {
+			detail(w, http.StatusNotFound, "Not Found")
+			return
+		}
+		writeJSON(w, 200, map[string]any{"jwt": f.jwt})
+		return
+	}
+	if mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";"); mt == tinker.ContentTypeProto {
+		if !f.proto || route != "forward_backward" {
+			detail(w, 422, "Input should be a valid dictionary or object to extract fields from")
+			return
+		}
+		if r.Header.Get("Content-Encoding") == "zstd" {
+			dec, _ := zstd.NewReader(nil)
+			raw, err := dec.DecodeAll(body, nil)
+			dec.Close()
+			if err != nil {
+				detail(w, 422, "failed to zstd-decompress request body: "+err.Error())
+				return
+			}
+			body = raw
+		}
+		var req tinker.ForwardBackwardRequest
+		fwdOnly, err := req.UnmarshalProto(body)
+		if err != nil {
+			detail(w, 422, "Invalid proto forward_backward body: "+err.Error())
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if fwdOnly {
+			f.train(w, "forward", body, req)
+		} else {
+			f.train(w, route, body, req)
+		}
 		return
 	}
 	get := route == "healthz" || route == "get_server_capabilities"
@@ -269,22 +362,36 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request, route string, body 
 		rid := f.newFuture(route, map[string]any{"model_id": req.ModelID, "type": "unload_model"})
 		writeJSON(w, 200, map[string]any{"request_id": rid, "model_id": req.ModelID})
 	case "forward", "forward_backward", "optim_step", "save_weights", "save_weights_for_sampler", "load_weights":
-		f.train(w, route, body)
+		f.train(w, route, body, nil)
 	case "asample":
 		f.sample(w, body)
+	case "weights_info":
+		// SkyRL's: the checkpoint's base model and rank; 404 when it
+		// does not exist.
+		var req tinker.WeightsInfoRequest
+		json.Unmarshal(body, &req)
+		if _, ok := f.ckpts[req.TinkerPath]; !ok || !strings.Contains(req.TinkerPath, "/weights/") {
+			detail(w, 404, "Checkpoint not found: "+req.TinkerPath)
+			return
+		}
+		model, _, _ := strings.Cut(strings.TrimPrefix(req.TinkerPath, "tinker://"), "/")
+		m := f.models[model]
+		writeJSON(w, 200, map[string]any{"base_model": m.base, "is_lora": m.rank > 0, "lora_rank": m.rank})
 	default:
 		detail(w, 404, "Not Found")
 	}
 }
 
 // train handles a training write: SkyRL's create_future dedup, then the
-// route's effect, once.
-func (f *fake) train(w http.ResponseWriter, route string, body []byte) {
+// route's effect, once. pb is the request when it came as protobuf.
+func (f *fake) train(w http.ResponseWriter, route string, body []byte, pb any) {
 	var head struct {
 		ModelID string `json:"model_id"`
 		SeqID   *int   `json:"seq_id"`
 	}
-	if json.Unmarshal(body, &head) != nil {
+	if req, ok := pb.(tinker.ForwardBackwardRequest); ok {
+		head.ModelID, head.SeqID = req.ModelID, req.SeqID
+	} else if json.Unmarshal(body, &head) != nil {
 		detail(w, 422, "invalid body")
 		return
 	}
@@ -309,7 +416,9 @@ func (f *fake) train(w http.ResponseWriter, route string, body []byte) {
 	switch route {
 	case "forward", "forward_backward":
 		var in tinker.ForwardBackwardInput
-		if route == "forward" {
+		if req, ok := pb.(tinker.ForwardBackwardRequest); ok {
+			in = req.ForwardBackwardInput
+		} else if route == "forward" {
 			var req tinker.ForwardRequest
 			json.Unmarshal(body, &req)
 			in = req.ForwardInput
@@ -526,14 +635,52 @@ func (f *fake) retrieve(w http.ResponseWriter, r *http.Request, body []byte) {
 	if f.pollDelay > 0 {
 		time.Sleep(f.pollDelay)
 	}
+	if f.proto && strings.Contains(r.Header.Get("Accept"), tinker.ContentTypeProto) {
+		if data, ok := protoResult(fu.route, result); ok {
+			w.Header().Set("Content-Type", tinker.ContentTypeProto)
+			w.Write(data)
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(result)
 }
 
-// quiet are test options: fast retries, no heartbeats, no logs.
+// protoResult converts a JSON result of route to protobuf, for the routes
+// whose results the SDK reads as protobuf; a failure's result stays JSON.
+func protoResult(route string, result []byte) ([]byte, bool) {
+	var fail struct {
+		Error *string `json:"error"`
+	}
+	if json.Unmarshal(result, &fail) == nil && fail.Error != nil {
+		return nil, false
+	}
+	switch route {
+	case "forward", "forward_backward":
+		var out tinker.ForwardBackwardOutput
+		if json.Unmarshal(result, &out) != nil {
+			return nil, false
+		}
+		data, err := out.MarshalProto()
+		return data, err == nil
+	case "asample":
+		var out tinker.SampleResponse
+		if json.Unmarshal(result, &out) != nil {
+			return nil, false
+		}
+		data, err := out.MarshalProto()
+		return data, err == nil
+	}
+	return nil, false
+}
+
+// quiet are test options: fast retries, no heartbeats, no logs, and the
+// JSON dialect, which the fake reads unless it has proto set (see
+// quietProto for the protobuf one).
 func quiet(url string) tinker.Options {
 	return tinker.Options{
 		BaseURL:           url,
+		Wire:              tinker.WireJSON,
 		Logger:            slog.New(slog.DiscardHandler),
 		RetryBaseDelay:    time.Millisecond,
 		RetryMaxDelay:     5 * time.Millisecond,

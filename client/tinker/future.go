@@ -16,6 +16,10 @@ type Future[T any] struct {
 	c      *Client
 	route  string
 	decode func([]byte) (T, error)
+	// decodeProto decodes a protobuf result, for the routes whose results
+	// may come so (accept says so); nil for the others.
+	decodeProto func([]byte) (T, error)
+	accept      string
 	// resubmit, when set, submits the request again and returns the new
 	// request id: for requests whose result depends on nothing but the
 	// request (asample), after the server lost the result or failed on
@@ -40,28 +44,40 @@ func (f *Future[T]) RequestID() string {
 	return f.requestID
 }
 
-// submit sends a request that the server answers with a future.
+// submit sends a JSON request that the server answers with a future
+// whose result is JSON.
 func submit[T any](ctx context.Context, c *Client, route string, body []byte, dec func([]byte) (T, error)) (*Future[T], error) {
-	id, err := c.submitRaw(ctx, route, body)
+	return submitCall(ctx, c, route, call{method: http.MethodPost, route: route, body: body}, "", dec, nil)
+}
+
+// submitCall sends cl, which the server answers with a future, named
+// route in errors; the result is asked for with accept (JSON when empty)
+// and decoded by dec, or by decProto when it comes as protobuf.
+func submitCall[T any](ctx context.Context, c *Client, route string, cl call, accept string, dec, decProto func([]byte) (T, error)) (*Future[T], error) {
+	id, err := c.submitRaw(ctx, cl)
 	if err != nil {
 		return nil, err
 	}
-	return &Future[T]{c: c, route: route, requestID: id, decode: dec, lock: make(chan struct{}, 1)}, nil
+	return newFuture(c, route, id, accept, dec, decProto), nil
 }
 
-// submitRaw posts body to route and returns the request id of the
-// future it answers.
-func (c *Client) submitRaw(ctx context.Context, route string, body []byte) (string, error) {
-	data, err := c.do(ctx, http.MethodPost, route, body)
+func newFuture[T any](c *Client, route, id, accept string, dec, decProto func([]byte) (T, error)) *Future[T] {
+	return &Future[T]{c: c, route: route, requestID: id, decode: dec, decodeProto: decProto, accept: accept, lock: make(chan struct{}, 1)}
+}
+
+// submitRaw sends cl and returns the request id of the future it
+// answers.
+func (c *Client) submitRaw(ctx context.Context, cl call) (string, error) {
+	r, err := c.doCall(ctx, cl)
 	if err != nil {
 		return "", err
 	}
 	var fr FutureResponse
-	if err := decode(route, data, &fr); err != nil {
+	if err := decode(cl.route, r.data, &fr); err != nil {
 		return "", err
 	}
 	if fr.RequestID == "" {
-		return "", malformed(route, "future reply has no request_id (body %s)", snippet(data))
+		return "", malformed(cl.route, "future reply has no request_id (body %s)", snippet(r.data))
 	}
 	return fr.RequestID, nil
 }
@@ -119,7 +135,7 @@ func (f *Future[T]) wait(ctx context.Context) (T, error) {
 			return zero, timedOut()
 		}
 		body, _ := json.Marshal(RetrieveFutureRequest{RequestID: f.requestID, AllowMetadataOnly: false})
-		data, err := c.exchange(wctx, http.MethodPost, "retrieve_future", body, "", c.opts.PollTimeout)
+		rep, err := c.exchange(wctx, call{method: http.MethodPost, route: "retrieve_future", body: body, accept: f.accept}, "", c.opts.PollTimeout)
 		if err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -165,6 +181,17 @@ func (f *Future[T]) wait(ctx context.Context) (T, error) {
 			return zero, err
 		}
 		retries = 0
+		if rep.isProto() {
+			if f.decodeProto == nil {
+				return zero, f.annotate(malformed("retrieve_future", "a protobuf result, which was not asked for (%d bytes)", len(rep.data)))
+			}
+			v, err := f.decodeProto(rep.data)
+			if err != nil {
+				return zero, f.annotate(err)
+			}
+			return v, nil
+		}
+		data := rep.data
 		var probe struct {
 			Type     string  `json:"type"`
 			Status   string  `json:"status"`

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"time"
 )
 
 // TrainingModel is one model being trained on the server. It is safe for
@@ -17,6 +19,7 @@ type TrainingModel struct {
 	c         *Client
 	id        string
 	baseModel string
+	lora      LoraConfig
 	// turn is a one-slot semaphore: holding it, a call takes its seq_id
 	// and submits. A channel rather than a mutex so that waiting for the
 	// turn respects ctx.
@@ -24,8 +27,8 @@ type TrainingModel struct {
 	seq  int // the last seq_id taken
 }
 
-func newTrainingModel(c *Client, id, baseModel string) *TrainingModel {
-	return &TrainingModel{c: c, id: id, baseModel: baseModel, turn: make(chan struct{}, 1)}
+func newTrainingModel(c *Client, id, baseModel string, lora LoraConfig) *TrainingModel {
+	return &TrainingModel{c: c, id: id, baseModel: baseModel, lora: lora, turn: make(chan struct{}, 1)}
 }
 
 // ID returns the server's model id.
@@ -50,10 +53,24 @@ func (m *TrainingModel) Info(ctx context.Context) (GetInfoResponse, error) {
 }
 
 // submitSeq takes the model's turn and next seq_id, encodes the request
-// body(seq) and submits it. A submission that fails leaves its seq_id
-// used: the server may have recorded it, and a number is never sent with
-// two different payloads.
+// body(seq) as JSON and submits it. A submission that fails leaves its
+// seq_id used: the server may have recorded it, and a number is never
+// sent with two different payloads.
 func submitSeq[T any](ctx context.Context, m *TrainingModel, route string, body func(seq int) any, dec func([]byte) (T, error)) (*Future[T], error) {
+	return submitSeqCall(ctx, m, route, func(seq int) (call, error) {
+		data, err := json.Marshal(body(seq))
+		if err != nil {
+			return call{}, fmt.Errorf("tinker: %s: encoding request: %w", route, err)
+		}
+		return call{method: http.MethodPost, route: route, body: data}, nil
+	}, nil, "", dec, nil)
+}
+
+// submitSeqCall is submitSeq for a request built by build(seq), whose
+// result is asked for with accept and decoded by dec or decProto. When
+// again, if set, says of a failure that the server refused the request
+// unread, it is built and sent once more with the same seq_id.
+func submitSeqCall[T any](ctx context.Context, m *TrainingModel, route string, build func(seq int) (call, error), again func(error) bool, accept string, dec, decProto func([]byte) (T, error)) (*Future[T], error) {
 	select {
 	case m.turn <- struct{}{}:
 	case <-ctx.Done():
@@ -64,12 +81,18 @@ func submitSeq[T any](ctx context.Context, m *TrainingModel, route string, body 
 		return nil, ErrClosed
 	}
 	seq := m.seq + 1 // the SDK's first request of a model is seq_id 1
-	data, err := json.Marshal(body(seq))
+	cl, err := build(seq)
 	if err != nil {
-		return nil, fmt.Errorf("tinker: %s: encoding request: %w", route, err)
+		return nil, err
 	}
 	m.seq = seq
-	f, err := submit(ctx, m.c, route, data, dec)
+	f, err := submitCall(ctx, m.c, route, cl, accept, dec, decProto)
+	if err != nil && again != nil && again(err) {
+		if cl, err = build(seq); err != nil {
+			return nil, err
+		}
+		f, err = submitCall(ctx, m.c, route, cl, accept, dec, decProto)
+	}
 	if err != nil {
 		if errors.Is(err, ErrSeqConflict) {
 			return nil, fmt.Errorf("model %s seq_id %d: %w", m.id, seq, err)
@@ -96,9 +119,9 @@ func checkBatch(route string, in ForwardBackwardInput) error {
 // is malformed, and is refused before anything expands it.
 const outputValuesPerToken = 64
 
-// decodeOutput returns the decoder of a forward or forward_backward
-// result for the batch in.
-func decodeOutput(route string, in ForwardBackwardInput) func([]byte) (ForwardBackwardOutput, error) {
+// decodeOutput returns the decoders, JSON and protobuf, of a forward or
+// forward_backward result for the batch in.
+func decodeOutput(route string, in ForwardBackwardInput) (dec, decProto func([]byte) (ForwardBackwardOutput, error)) {
 	n := len(in.Data)
 	tokens := 0
 	for _, d := range in.Data {
@@ -107,11 +130,7 @@ func decodeOutput(route string, in ForwardBackwardInput) func([]byte) (ForwardBa
 		}
 	}
 	budget := max(MaxTensorElements, outputValuesPerToken*tokens)
-	return func(data []byte) (ForwardBackwardOutput, error) {
-		var out ForwardBackwardOutput
-		if err := decode(route, data, &out); err != nil {
-			return out, err
-		}
+	check := func(out ForwardBackwardOutput) (ForwardBackwardOutput, error) {
 		if len(out.LossFnOutputs) != n {
 			return out, malformed(route, "%d loss_fn_outputs for %d data", len(out.LossFnOutputs), n)
 		}
@@ -132,17 +151,82 @@ func decodeOutput(route string, in ForwardBackwardInput) func([]byte) (ForwardBa
 		}
 		return out, nil
 	}
+	dec = func(data []byte) (ForwardBackwardOutput, error) {
+		var out ForwardBackwardOutput
+		if err := decode(route, data, &out); err != nil {
+			return out, err
+		}
+		return check(out)
+	}
+	decProto = func(data []byte) (ForwardBackwardOutput, error) {
+		var out ForwardBackwardOutput
+		if err := out.UnmarshalProto(data, n); err != nil {
+			return out, malformed(route, "%v", err)
+		}
+		return check(out)
+	}
+	return dec, decProto
+}
+
+// submitForward submits a forward (forwardOnly) or forward_backward pass
+// in the client's dialect: protobuf to forward_backward, zstd-compressed
+// when the server asks, or JSON to forward or forward_backward. In
+// WireAuto, a first protobuf body that the server cannot read (415, 422)
+// switches the client to JSON, and the same request goes again as JSON
+// with the same seq_id: the server refused it before recording it.
+func (m *TrainingModel) submitForward(ctx context.Context, route string, in ForwardBackwardInput) (*Future[ForwardBackwardOutput], error) {
+	if err := checkBatch(route, in); err != nil {
+		return nil, err
+	}
+	c := m.c
+	forwardOnly := route == "forward"
+	dec, decProto := decodeOutput(route, in)
+	tried := int32(-1) // the dialect the seq_id went out in
+	build := func(seq int) (call, error) {
+		d := c.dialect.Load()
+		tried = d
+		if d == dialectJSON {
+			var v any = ForwardBackwardRequest{ModelID: m.id, ForwardBackwardInput: in, SeqID: &seq}
+			if forwardOnly {
+				v = ForwardRequest{ModelID: m.id, ForwardInput: in, SeqID: &seq}
+			}
+			data, err := json.Marshal(v)
+			if err != nil {
+				return call{}, fmt.Errorf("tinker: %s: encoding request: %w", route, err)
+			}
+			return call{method: http.MethodPost, route: route, body: data}, nil
+		}
+		data, err := ForwardBackwardRequest{ModelID: m.id, ForwardBackwardInput: in, SeqID: &seq}.MarshalProto(forwardOnly)
+		if err != nil {
+			return call{}, fmt.Errorf("tinker: %s: encoding request: %w", route, err)
+		}
+		cl := call{method: http.MethodPost, route: "forward_backward", body: data, contentType: ContentTypeProto}
+		if c.config.ProtoCompressFwdBwd {
+			cl.body, cl.encoding = compressZstd(data), "zstd"
+		}
+		return cl, nil
+	}
+	// A first protobuf body refused unread: the server predates protobuf.
+	// Resent as JSON with the same seq_id, which it did not record.
+	again := func(err error) bool {
+		if tried != dialectUnknown || !(isStatus(err, http.StatusUnsupportedMediaType) || isStatus(err, http.StatusUnprocessableEntity)) {
+			return false
+		}
+		c.log.Info("tinker: the server does not read protobuf forward bodies; sending JSON, as SDKs up to 0.24.1 did", "route", route, "err", err)
+		c.dialect.CompareAndSwap(dialectUnknown, dialectJSON)
+		return true
+	}
+	f, err := submitSeqCall(ctx, m, route, build, again, c.resultAccept(), dec, decProto)
+	if err == nil && tried == dialectUnknown {
+		c.dialect.CompareAndSwap(dialectUnknown, dialectProto)
+	}
+	return f, err
 }
 
 // ForwardAsync submits a forward pass (loss and per-token outputs, no
 // gradient).
 func (m *TrainingModel) ForwardAsync(ctx context.Context, in ForwardBackwardInput) (*Future[ForwardBackwardOutput], error) {
-	if err := checkBatch("forward", in); err != nil {
-		return nil, err
-	}
-	return submitSeq(ctx, m, "forward", func(seq int) any {
-		return ForwardRequest{ModelID: m.id, ForwardInput: in, SeqID: &seq}
-	}, decodeOutput("forward", in))
+	return m.submitForward(ctx, "forward", in)
 }
 
 // Forward runs a forward pass and waits for its outputs.
@@ -157,12 +241,7 @@ func (m *TrainingModel) Forward(ctx context.Context, in ForwardBackwardInput) (F
 // ForwardBackwardAsync submits a forward and backward pass, which adds
 // the batch's gradients to the model's accumulated ones.
 func (m *TrainingModel) ForwardBackwardAsync(ctx context.Context, in ForwardBackwardInput) (*Future[ForwardBackwardOutput], error) {
-	if err := checkBatch("forward_backward", in); err != nil {
-		return nil, err
-	}
-	return submitSeq(ctx, m, "forward_backward", func(seq int) any {
-		return ForwardBackwardRequest{ModelID: m.id, ForwardBackwardInput: in, SeqID: &seq}
-	}, decodeOutput("forward_backward", in))
+	return m.submitForward(ctx, "forward_backward", in)
 }
 
 // ForwardBackward runs a forward and backward pass and waits for its
@@ -222,6 +301,15 @@ func checkName(route, name string) error {
 
 // SaveWeights saves the weights and optimizer state under name and
 // returns their tinker://<model>/weights/<name> path, for ResumeModel.
+//
+// A server that does not deduplicate save_weights by seq_id (SkyRL's)
+// answers a retry whose first attempt arrived with 409 "already exists".
+// When the 409 answers a retry, the first attempt is what made the
+// checkpoint: SaveWeights then asks the server about
+// tinker://<model>/weights/<name> (weights_info, waiting while it is still
+// being written) and returns that path when the checkpoint is there, of
+// this model's base model and LoRA rank. A 409 on the first attempt (the
+// name was taken before) is an error.
 func (m *TrainingModel) SaveWeights(ctx context.Context, name string) (string, error) {
 	if err := checkName("save_weights", name); err != nil {
 		return "", err
@@ -230,25 +318,97 @@ func (m *TrainingModel) SaveWeights(ctx context.Context, name string) (string, e
 		return SaveWeightsRequest{ModelID: m.id, Path: &name, SeqID: &seq, Type: "save_weights"}
 	}, decodePath("save_weights"))
 	if err != nil {
+		if retriedExists(err) {
+			path, cerr := m.confirmCheckpoint(ctx, name)
+			if cerr != nil {
+				return "", fmt.Errorf("%w (it answered a retry, but the checkpoint could not be confirmed as this call's: %v)", err, cerr)
+			}
+			m.c.log.Info("tinker: save_weights was retried and the server had saved the first attempt already", "model_id", m.id, "path", path)
+			return path, nil
+		}
 		return "", err
 	}
 	return f.Wait(ctx)
 }
 
+// confirmCheckpoint checks that the training checkpoint name of m exists
+// (weights_info), waiting up to FutureTimeout while the server reports it
+// still being written (425), and returns its path.
+func (m *TrainingModel) confirmCheckpoint(ctx context.Context, name string) (string, error) {
+	path := "tinker://" + m.id + "/weights/" + name
+	body, _ := json.Marshal(WeightsInfoRequest{TinkerPath: path})
+	var deadline time.Time
+	if m.c.opts.FutureTimeout > 0 {
+		deadline = time.Now().Add(m.c.opts.FutureTimeout)
+	}
+	for wait := m.c.opts.RetryBaseDelay; ; wait = min(2*wait, m.c.opts.RetryMaxDelay) {
+		data, err := m.c.do(ctx, http.MethodPost, "weights_info", body)
+		if err == nil {
+			var info WeightsInfoResponse
+			if err := decode("weights_info", data, &info); err != nil {
+				return "", err
+			}
+			if info.BaseModel != "" && info.BaseModel != m.baseModel {
+				return "", fmt.Errorf("%s is of base model %s, this model's is %s", path, info.BaseModel, m.baseModel)
+			}
+			if info.LoRARank != nil && *info.LoRARank != m.lora.Rank {
+				return "", fmt.Errorf("%s has LoRA rank %d, this model's is %d", path, *info.LoRARank, m.lora.Rank)
+			}
+			return path, nil
+		}
+		if !isStatus(err, http.StatusTooEarly) {
+			return "", err
+		}
+		if !deadline.IsZero() && time.Now().Add(wait).After(deadline) {
+			return "", fmt.Errorf("%s was still being written after %v: %w", path, m.c.opts.FutureTimeout, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return "", context.Cause(ctx)
+		}
+	}
+}
+
 // SaveWeightsForSampler saves the weights alone under name and returns
-// their tinker://<model>/sampler_weights/<name> path, to sample from (a
-// SampleRequest's ModelPath, Sampler.SetModelPath).
+// their tinker://<model>/sampler_weights/<name> path (SkyRL's:
+// tinker://<model>/<name>), to sample from (a SampleRequest's ModelPath,
+// Sampler.SetModelPath).
+//
+// A server that does not deduplicate the route by seq_id (SkyRL's)
+// answers a retry whose first attempt arrived with 409 "already exists";
+// the path of that first save cannot be asked for, so the same weights
+// are saved again under name + "-r" (no other request runs in between: a
+// model's calls are sent in order) and that path is returned.
 func (m *TrainingModel) SaveWeightsForSampler(ctx context.Context, name string) (string, error) {
 	if err := checkName("save_weights_for_sampler", name); err != nil {
 		return "", err
 	}
-	f, err := submitSeq(ctx, m, "save_weights_for_sampler", func(seq int) any {
-		return SaveWeightsForSamplerRequest{ModelID: m.id, Path: &name, SeqID: &seq, Type: "save_weights_for_sampler"}
-	}, decodePath("save_weights_for_sampler"))
-	if err != nil {
-		return "", err
+	for try := 0; ; try++ {
+		f, err := submitSeq(ctx, m, "save_weights_for_sampler", func(seq int) any {
+			return SaveWeightsForSamplerRequest{ModelID: m.id, Path: &name, SeqID: &seq, Type: "save_weights_for_sampler"}
+		}, decodePath("save_weights_for_sampler"))
+		if err != nil && try == 0 && retriedExists(err) {
+			m.c.log.Info("tinker: save_weights_for_sampler was retried and the server had saved the first attempt already; saving again under another name", "model_id", m.id, "name", name+"-r")
+			name += "-r"
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		return f.Wait(ctx)
 	}
-	return f.Wait(ctx)
+}
+
+// retriedExists reports a 409 "already exists" that answered a retry: the
+// call's first attempt reached the server, which made the checkpoint and
+// refuses the same name again.
+func retriedExists(err error) bool {
+	var aerr *APIError
+	return errors.As(err, &aerr) && aerr.Status == http.StatusConflict && aerr.attempts > 1 &&
+		strings.Contains(strings.ToLower(aerr.Message), "already exists")
 }
 
 // LoadWeights loads the weights saved at path (a tinker://…/weights/…

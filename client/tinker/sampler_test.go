@@ -22,7 +22,13 @@ import (
 // them; local is the same scripted policy the fake samples with.
 func samplerSetup(t *testing.T, opts ...tinker.SamplerOption) (*fake, *tinker.Sampler, *policytest.Scripted) {
 	t.Helper()
-	f, c, m := setup(t, nil)
+	return samplerSetupWith(t, nil, opts...)
+}
+
+// samplerSetupWith is samplerSetup with the fake and options set by mod.
+func samplerSetupWith(t *testing.T, mod func(*fake, *tinker.Options), opts ...tinker.SamplerOption) (*fake, *tinker.Sampler, *policytest.Scripted) {
+	t.Helper()
+	f, c, m := setup(t, mod)
 	path, err := m.SaveWeightsForSampler(context.Background(), "v1")
 	if err != nil {
 		t.Fatal(err)
@@ -183,12 +189,25 @@ func editSample(f *fake, seed int64, edit func(*tinker.SampleResponse)) func(htt
 		f.mu.Lock()
 		s, ok := f.seedOf[req.RequestID]
 		f.mu.Unlock()
-		if !ok || s != seed {
+		if !ok || (seed >= 0 && s != seed) {
 			return false
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
 		var res tinker.SampleResponse
+		if rec.Header().Get("Content-Type") == tinker.ContentTypeProto {
+			if err := res.UnmarshalProto(rec.Body.Bytes()); err != nil {
+				panic(err)
+			}
+			edit(&res)
+			data, err := res.MarshalProto()
+			if err != nil {
+				panic(err)
+			}
+			w.Header().Set("Content-Type", tinker.ContentTypeProto)
+			w.Write(data)
+			return true
+		}
 		json.Unmarshal(rec.Body.Bytes(), &res)
 		edit(&res)
 		writeJSON(w, 200, res)
@@ -253,7 +272,10 @@ func TestSamplerScoreFaults(t *testing.T) {
 		edit func(*tinker.SampleResponse)
 		want string
 	}{
-		"too few prompt_logprobs": {func(r *tinker.SampleResponse) { r.PromptLogprobs = r.PromptLogprobs[1:] }, "prompt_logprobs for"},
+		"too few prompt_logprobs": {func(r *tinker.SampleResponse) { r.PromptLogprobs = r.PromptLogprobs[2:] }, "prompt_logprobs for"},
+		// n−1 entries are SkyRL-JAX's list without its leading null; the
+		// last one missing instead is neither form.
+		"one fewer, the first null": {func(r *tinker.SampleResponse) { r.PromptLogprobs = r.PromptLogprobs[:len(r.PromptLogprobs)-1] }, "neither the full list"},
 		"first entry not null": {func(r *tinker.SampleResponse) {
 			v := -1.0
 			r.PromptLogprobs[0] = &v
@@ -269,6 +291,39 @@ func TestSamplerScoreFaults(t *testing.T) {
 				t.Fatalf("err = %v, want ErrMalformed with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestSamplerScoreShiftedPromptLogprobs: SkyRL's JAX backend
+// (skyrl/tx/utils/generator.py) returns prompt_length − 1 prompt
+// log-probs, without the leading null; scoring reads them as the full
+// list shifted by one, in both dialects.
+func TestSamplerScoreShiftedPromptLogprobs(t *testing.T) {
+	reqs := []policy.ScoreRequest{{Prompt: []int{1, 2}, Continuation: []int{3, 4}}, {Prompt: []int{5}, Continuation: []int{6}}}
+	_, s, _ := samplerSetup(t)
+	want, err := s.Score(context.Background(), reqs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, proto := range []bool{false, true} {
+		f, s, _ := samplerSetupWith(t, func(f *fake, o *tinker.Options) {
+			if f.proto = proto; proto {
+				o.Wire = tinker.WireAuto
+			}
+		})
+		f.fault = editSample(f, -1, func(r *tinker.SampleResponse) { r.PromptLogprobs = r.PromptLogprobs[1:] })
+		got, err := s.Score(context.Background(), reqs)
+		if err != nil {
+			t.Fatalf("proto %v: %v", proto, err)
+		}
+		// Protobuf carries float32.
+		for i := range want {
+			for k := range want[i] {
+				if len(got[i]) != len(want[i]) || float32(got[i][k]) != float32(want[i][k]) {
+					t.Fatalf("proto %v: scores %v, want %v", proto, got, want)
+				}
+			}
+		}
 	}
 }
 

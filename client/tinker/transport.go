@@ -60,6 +60,9 @@ type APIError struct {
 
 	// kind is a sentinel the error unwraps to, or nil.
 	kind error
+	// attempts is how many attempts the call made, the last one answered
+	// with this error (0 when unknown).
+	attempts int
 }
 
 // Error implements error.
@@ -133,37 +136,84 @@ const maxErrorBody = 64 << 10
 // prompts run to megabytes, nothing legitimate to this.
 const maxResponse = 512 << 20
 
+// call is one HTTP request: its route under /api/v1 and body, with the
+// body's media type (JSON when empty) and encoding, the reply's media
+// types it accepts (JSON when empty), and the credential to send instead
+// of the client's (for the token exchange).
+type call struct {
+	method, route string
+	body          []byte
+	contentType   string
+	encoding      string
+	accept        string
+	key           *string
+}
+
+// reply is a 2xx reply: its body and media type.
+type reply struct {
+	data        []byte
+	contentType string
+}
+
+// isProto reports whether the reply is a protobuf message.
+func (r reply) isProto() bool { return mediaType(r.contentType) == ContentTypeProto }
+
+// mediaType returns a Content-Type's media type, lower-cased, without
+// parameters.
+func mediaType(ct string) string {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
 // exchange is one HTTP round trip bounded by timeout. It returns the body
 // of a 2xx reply; an *APIError for another status (wrapped in *transient
 // when temporaryStatus); a *transient for network errors and the
 // attempt's timeout; ctx's error, wrapped, when ctx ends.
-func (c *Client) exchange(ctx context.Context, method, route string, body []byte, idemKey string, timeout time.Duration) ([]byte, error) {
+func (c *Client) exchange(ctx context.Context, cl call, idemKey string, timeout time.Duration) (reply, error) {
+	method, route := cl.method, cl.route
 	url := c.base + APIPrefix + "/" + route
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer context.AfterFunc(c.closing, cancel)()
 	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	if cl.body != nil {
+		rd = bytes.NewReader(cl.body)
 	}
 	req, err := http.NewRequestWithContext(actx, method, url, rd)
 	if err != nil {
-		return nil, fmt.Errorf("tinker: %w", err)
+		return reply{}, fmt.Errorf("tinker: %w", err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if cl.body != nil {
+		ct := cl.contentType
+		if ct == "" {
+			ct = ContentTypeJSON
+		}
+		req.Header.Set("Content-Type", ct)
+		if cl.encoding != "" {
+			req.Header.Set("Content-Encoding", cl.encoding)
+		}
 	}
-	req.Header.Set("Accept", "application/json")
+	accept := cl.accept
+	if accept == "" {
+		accept = ContentTypeJSON
+	}
+	req.Header.Set("Accept", accept)
 	req.Header.Set("User-Agent", userAgent)
-	if c.opts.APIKey != "" {
-		req.Header.Set("X-API-Key", c.opts.APIKey)
+	key := ""
+	if cl.key != nil {
+		key = *cl.key
+	} else if key, err = c.auth.header(ctx); err != nil {
+		return reply{}, err
+	}
+	if key != "" {
+		req.Header.Set("X-API-Key", key)
 	}
 	if idemKey != "" {
 		req.Header.Set("X-Idempotency-Key", idemKey)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, c.transportError(ctx, actx, method, route, timeout, err)
+		return reply{}, c.transportError(ctx, actx, method, route, timeout, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -176,18 +226,18 @@ func (c *Client) exchange(ctx context.Context, method, route string, body []byte
 			Retryable: temporaryStatus(resp.StatusCode),
 		}
 		if aerr.Retryable {
-			return nil, &transient{err: aerr, after: retryAfter(resp.Header)}
+			return reply{}, &transient{err: aerr, after: retryAfter(resp.Header)}
 		}
-		return nil, aerr
+		return reply{}, aerr
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
 	if err != nil {
-		return nil, c.transportError(ctx, actx, method, route, timeout, fmt.Errorf("reading response: %w", err))
+		return reply{}, c.transportError(ctx, actx, method, route, timeout, fmt.Errorf("reading response: %w", err))
 	}
 	if len(data) > maxResponse {
-		return nil, fmt.Errorf("tinker: %s %s: response larger than %d bytes", method, route, maxResponse)
+		return reply{}, fmt.Errorf("tinker: %s %s: response larger than %d bytes", method, route, maxResponse)
 	}
-	return data, nil
+	return reply{data: data, contentType: resp.Header.Get("Content-Type")}, nil
 }
 
 // transportError classifies a failed exchange: the caller's context ending
@@ -210,24 +260,35 @@ func (c *Client) transportError(ctx, actx context.Context, method, route string,
 // sends the same bytes (and the same idempotency key), which is what makes
 // retrying a training write safe (see the package doc).
 func (c *Client) do(ctx context.Context, method, route string, body []byte) ([]byte, error) {
+	r, err := c.doCall(ctx, call{method: method, route: route, body: body})
+	return r.data, err
+}
+
+// doCall is do for any call. An *APIError it returns records the
+// attempts made (a 409 on a later attempt may answer the first one).
+func (c *Client) doCall(ctx context.Context, cl call) (reply, error) {
 	if c.closed.Load() {
-		return nil, ErrClosed
+		return reply{}, ErrClosed
 	}
 	var key string
-	if method == http.MethodPost {
+	if cl.method == http.MethodPost {
 		key = newIdempotencyKey()
 	}
 	for retry := 0; ; retry++ {
-		data, err := c.exchange(ctx, method, route, body, key, c.opts.RequestTimeout)
+		r, err := c.exchange(ctx, cl, key, c.opts.RequestTimeout)
 		if err == nil {
-			return data, nil
+			return r, nil
 		}
 		var tr *transient
 		if !errors.As(err, &tr) {
-			return nil, classifyConflict(err)
+			var aerr *APIError
+			if errors.As(err, &aerr) {
+				aerr.attempts = retry + 1
+			}
+			return reply{}, classifyConflict(err)
 		}
-		if err := c.backoff(ctx, route, retry, tr); err != nil {
-			return nil, err
+		if err := c.backoff(ctx, cl.route, retry, tr); err != nil {
+			return reply{}, err
 		}
 	}
 }

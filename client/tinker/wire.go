@@ -486,12 +486,18 @@ type SampledSequence struct {
 }
 
 // SampleResponse is the result of asample. PromptLogprobs, when
-// requested, has one entry per prompt token; entry 0 is null.
+// requested, has one entry per prompt token; entry 0 is null. (SkyRL's
+// JAX engine sends one fewer, without the leading null; Client.Sample
+// adds it and sets PromptLogprobsShifted.)
 type SampleResponse struct {
 	Sequences          []SampledSequence `json:"sequences"`
 	PromptLogprobs     []*float64        `json:"prompt_logprobs,omitempty"`
 	TopKPromptLogprobs [][]TokenLogprob  `json:"topk_prompt_logprobs,omitempty"`
 	Type               string            `json:"type,omitempty"`
+	// PromptLogprobsShifted says that the server sent n−1 prompt
+	// log-probs, the first token's left out rather than null, and that
+	// the leading null was added here. Not on the wire.
+	PromptLogprobsShifted bool `json:"-"`
 }
 
 // TokenLogprob is a (token id, log-prob) pair, sent as a two-element JSON
@@ -585,6 +591,10 @@ type SupportedModel struct {
 // get_server_capabilities.
 type GetServerCapabilitiesResponse struct {
 	SupportedModels []SupportedModel `json:"supported_models"`
+	// Engine names the training engine behind the server, where the
+	// server says (an extension of this project's offline server, which
+	// sends EngineAgentrl; the SDK ignores it).
+	Engine string `json:"engine,omitempty"`
 }
 
 // ErrorBody is the JSON body of an HTTP error reply: FastAPI's
@@ -620,17 +630,53 @@ type GetSamplerResponse struct {
 	ModelPath *string `json:"model_path,omitempty"`
 }
 
+// ClientConfigRequest is the body of POST client/config and
+// client/dynamic_config.
+type ClientConfigRequest struct {
+	SDKVersion string `json:"sdk_version"`
+}
+
 // ClientConfigResponse is the reply of POST client/config: the feature
-// flags the SDK fetches before anything else. Flags left out take the
-// SDK's defaults.
+// flags the SDK fetches before anything else (types/client_config_response.py).
+// Flags left out take the SDK's defaults; the SDK ignores flags it does
+// not know.
 type ClientConfigResponse struct {
+	// PJWTAuthEnabled asks the client to exchange its credential for a
+	// short-lived JWT (POST auth/token) and send that instead.
 	PJWTAuthEnabled bool `json:"pjwt_auth_enabled"`
+	// CredentialDefaultSource "credential_cmd" makes the credential
+	// exchanged the output of $TINKER_CREDENTIAL_CMD.
+	CredentialDefaultSource string `json:"credential_default_source,omitempty"`
 	// ParallelFwdBwdChunks false makes the SDK send the chunks of one
 	// forward_backward one after the other, in seq_id order.
 	ParallelFwdBwdChunks bool `json:"parallel_fwdbwd_chunks"`
 	// FwdBwdMaxChunkLen is the most data the SDK puts in one
 	// forward_backward request.
 	FwdBwdMaxChunkLen int `json:"fwdbwd_max_chunk_len,omitempty"`
+	// ProtoWriteFwdBwd and FwdViaFwdBwd make SDKs 0.22.3 to 0.24.1 send
+	// forward_backward (and with both, forward) as protobuf; SDK 0.25.0
+	// always does.
+	ProtoWriteFwdBwd bool `json:"proto_write_fwdbwd,omitempty"`
+	FwdViaFwdBwd     bool `json:"fwd_via_fwdbwd,omitempty"`
+	// ProtoCompressFwdBwd asks for the protobuf forward_backward body
+	// zstd-compressed (Content-Encoding: zstd).
+	ProtoCompressFwdBwd bool `json:"proto_compress_fwdbwd,omitempty"`
+	// UsePyqwestTransport false keeps the SDK on httpx's own transport
+	// (the pyqwest package is then not needed).
+	UsePyqwestTransport *bool `json:"use_pyqwest_transport,omitempty"`
+}
+
+// ClientDynamicConfigResponse is the reply of POST client/dynamic_config,
+// flags the SDK refetches every RefreshIntervalSec (a 404 means the
+// defaults).
+type ClientDynamicConfigResponse struct {
+	RefreshIntervalSec int `json:"refresh_interval_sec"`
+}
+
+// AuthTokenResponse is the reply of POST auth/token: the JWT that the
+// credential was exchanged for.
+type AuthTokenResponse struct {
+	JWT string `json:"jwt"`
 }
 
 // TelemetryResponse is the reply of POST telemetry.

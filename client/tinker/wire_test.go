@@ -124,6 +124,10 @@ func TestWireBodies(t *testing.T) {
 	id1, id2 := m.ID(), m2.ID()
 	want := []struct{ method, route, body string }{
 		{"GET", "healthz", ""},
+		// The SDK's first calls (lib/internal_client_holder.py); the fake
+		// has neither route (404), as servers before them.
+		{"POST", "client/config", `{"sdk_version":"` + tinker.SDKVersion + `"}`},
+		{"POST", "client/dynamic_config", `{"sdk_version":"` + tinker.SDKVersion + `"}`},
 		{"POST", "create_session", `{"tags":["rl"],"user_metadata":{"run":"t1"},"sdk_version":"` + tinker.SDKVersion + `","type":"create_session"}`},
 		{"POST", "create_model", `{"session_id":"session_1","model_seq_id":0,"base_model":"Qwen/Qwen3-8B","lora_config":{"rank":32},"type":"create_model"}`},
 		{"POST", "retrieve_future", `{"request_id":"2","allow_metadata_only":false}`},
