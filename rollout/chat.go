@@ -44,7 +44,11 @@ func runText(ctx context.Context, cfg Config, factory *envs.Factory, seeds []uin
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("rollout config: %w", err)
 	}
-	e := &Engine{cfg: cfg, factory: factory}
+	tools, err := newToolMode(&cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{cfg: cfg, factory: factory, tools: tools}
 	eps := make([]*episode, len(seeds))
 	for i, seed := range seeds {
 		eps[i] = &episode{traj: Trajectory{Group: i, Seed: seed}}
@@ -56,7 +60,7 @@ func runText(ctx context.Context, cfg Config, factory *envs.Factory, seeds []uin
 // playText plays one episode whose replies are text from reply (a chat
 // model, an expert), with the engine's prompts, parsing and limits.
 func (e *Engine) playText(ctx context.Context, ep *episode, reply replyFunc) {
-	if err := open(ctx, &e.cfg, e.factory, ep); err != nil {
+	if err := open(ctx, &e.cfg, e.factory, ep, e.tools); err != nil {
 		ep.traj.Err = err.Error()
 		return
 	}
@@ -73,9 +77,9 @@ func (e *Engine) playText(ctx context.Context, ep *episode, reply replyFunc) {
 		if e.cfg.Think && !strings.Contains(reply, "<think>") && strings.Contains(reply, "</think>") {
 			reply = "<think>" + reply
 		}
-		ep.traj.Messages = append(ep.traj.Messages, policy.Message{Role: policy.RoleAssistant, Content: reply})
 		tr := Turn{Reply: reply, ThinkStart: -1, ThinkEnd: -1}
-		parsed := ParseReply(reply, e.cfg.Think, e.cfg.ActionSeparator, e.cfg.MaxActionsPerTurn)
+		msg, parsed, calls := e.readReply(ep, turn, reply)
+		ep.traj.Messages = append(ep.traj.Messages, msg)
 		if err := act(ctx, &e.cfg, ep, parsed, &tr); err != nil {
 			ep.traj.Err = fmt.Sprintf("turn %d: %v", turn, err)
 			return
@@ -84,8 +88,7 @@ func (e *Engine) playText(ctx context.Context, ep *episode, reply replyFunc) {
 			ep.finished = true
 		}
 		if !ep.finished && turn < e.cfg.MaxTurns {
-			msg := turnMessage(&e.cfg, turn+1, ep.lastReward, ep.env.Render(), ep.actionsLeft, ep.warn)
-			ep.traj.Messages = append(ep.traj.Messages, policy.Message{Role: policy.RoleUser, Content: msg})
+			ep.traj.Messages = append(ep.traj.Messages, e.nextMessages(ep, turn, calls)...)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -60,6 +61,18 @@ type Config struct {
 	// between them, and trains as a sequence of its own. 0 keeps the whole
 	// conversation, one training sequence per episode.
 	HistoryWindow int `yaml:"history_window"`
+	// Tools plays the environment through tool calls (it must implement
+	// envs.ToolUser): its tools are offered to the policy, the reply's
+	// calls are its actions, and each call is answered by a tool message
+	// holding the step's observation. See ToolFormat.
+	Tools bool `yaml:"tools"`
+	// ToolFormat is how tools are offered: "" uses the policy's chat
+	// template when it has tools (policy.ToolRenderer, e.g. Qwen3's
+	// <tool_call> or Llama 3.1's JSON) and otherwise the compact form;
+	// "compact" always describes the tools in the system prompt, expects
+	// <call>name {…}</call> and returns results in a user message (the
+	// embedded model's form, and the form demonstrations are written in).
+	ToolFormat string `yaml:"tool_format"`
 	// CostToGo records every turn's cost-to-go before and after its
 	// actions, from environments that implement envs.Solver (solver
 	// credit needs it; the trainer sets it). Solvers run without the step
@@ -71,6 +84,9 @@ type Config struct {
 	// sets it.
 	TurnStates bool `yaml:"-"`
 }
+
+// ToolsCompact is Config.ToolFormat's compact form.
+const ToolsCompact = "compact"
 
 // Prompt styles.
 const (
@@ -136,6 +152,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("history_window: must be >= 0 (0 keeps the whole conversation), got %d", c.HistoryWindow)
 	case c.PromptStyle != PromptRAGEN && c.PromptStyle != PromptCompact:
 		return fmt.Errorf("prompt_style: must be %q or %q, got %q", PromptRAGEN, PromptCompact, c.PromptStyle)
+	case c.ToolFormat != "" && c.ToolFormat != ToolsCompact:
+		return fmt.Errorf("tool_format: must be \"\" (the chat template's) or %q, got %q", ToolsCompact, c.ToolFormat)
+	case c.ToolFormat != "" && !c.Tools:
+		return errors.New("tool_format: set without tools: true")
+	case c.Tools && c.HistoryWindow > 0:
+		return errors.New("history_window: not supported with tools (a window would cut tool messages from their calls)")
 	}
 	return nil
 }

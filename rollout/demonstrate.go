@@ -29,6 +29,15 @@ type DemoOptions struct {
 	Seed uint64
 }
 
+// answerText writes actions as a reply's answer: <answer>a1 || a2</answer>,
+// or with tools the compact calls that make them.
+func answerText(cfg *Config, ep *episode, actions []string) (string, error) {
+	if cfg.Tools {
+		return writeCalls(ep, actions)
+	}
+	return "<answer>" + strings.Join(actions, " "+cfg.ActionSeparator+" ") + "</answer>", nil
+}
+
 // Demonstrate plays the demonstrations; see DemoOptions.
 func Demonstrate(ctx context.Context, cfg Config, factory *envs.Factory, seeds []uint64, opts DemoOptions) ([]Trajectory, error) {
 	return runText(ctx, cfg, factory, seeds, func(i int, ep *episode) replyFunc {
@@ -53,7 +62,10 @@ func Demonstrate(ctx context.Context, cfg Config, factory *envs.Factory, seeds [
 					}
 				}
 			}
-			answer := "<answer>" + strings.Join(actions, " "+cfg.ActionSeparator+" ") + "</answer>"
+			answer, err := answerText(&cfg, ep, actions)
+			if err != nil {
+				return "", err
+			}
 			if !cfg.Think {
 				return answer, nil
 			}

@@ -19,11 +19,13 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentrl/agentrl/envs"
 	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/text/toolcall"
 )
 
 // Engine plays episodes of one environment configuration against a policy.
@@ -32,6 +34,8 @@ type Engine struct {
 	policy  policy.Policy
 	factory *envs.Factory
 	tmpl    *chatTemplate
+	// tools is how tools are offered (Config.Tools); nil without.
+	tools *toolMode
 }
 
 // New checks cfg and learns the policy's chat template.
@@ -46,7 +50,19 @@ func New(ctx context.Context, cfg Config, p policy.Policy, factory *envs.Factory
 	if cfg.Sampling.StopTokens == nil {
 		cfg.Sampling.StopTokens = p.Info().StopTokens
 	}
-	return &Engine{cfg: cfg, policy: p, factory: factory, tmpl: tmpl}, nil
+	tools, err := newToolMode(&cfg, p)
+	if err != nil {
+		return nil, err
+	}
+	if tools != nil && tools.native != nil {
+		// A delta must be found for a tool message.
+		probe := []policy.ToolCall{{ID: "call_1", Call: toolcall.Call{Name: "probe", Arguments: []byte(`{"x":1}`)}}}
+		answer := []policy.Message{{Role: policy.RoleTool, ToolCallID: "call_1", Name: "probe", Content: "probe result"}}
+		if _, err := tmpl.toolTurn(ctx, tools.native, []policy.Tool{{Name: "probe"}}, probe, answer); err != nil {
+			return nil, err
+		}
+	}
+	return &Engine{cfg: cfg, policy: p, factory: factory, tmpl: tmpl, tools: tools}, nil
 }
 
 // Config returns the engine's configuration.
@@ -67,6 +83,12 @@ type episode struct {
 	lastReward  float64
 	metricSums  map[string]float64
 	metricCount int
+	// results are the observations of the last turn's actions, in order
+	// ("" for one that did not run).
+	results []string
+	// toolUser and tools are the environment's, with Config.Tools.
+	toolUser envs.ToolUser
+	tools    []policy.Tool
 
 	// With a history window, the conversation is also kept in pieces:
 	// prefix (everything before the first user message), then per turn
@@ -180,7 +202,7 @@ func (e *Engine) measureDrift(ctx context.Context, ep *episode) {
 	if ep.traj.Err != "" || len(ep.traj.Turns) == 0 {
 		return
 	}
-	full, err := e.policy.RenderChat(ctx, ep.traj.Messages, !ep.finished)
+	full, err := e.tools.render(ctx, e.policy, ep, ep.traj.Messages, !ep.finished)
 	if err != nil {
 		return
 	}
@@ -283,7 +305,7 @@ func withTimeout[T any](ctx context.Context, d time.Duration, fn func() (T, erro
 
 // open builds the episode's environment, resets it and writes the first two
 // messages (system and the first user turn).
-func open(ctx context.Context, cfg *Config, factory *envs.Factory, ep *episode) error {
+func open(ctx context.Context, cfg *Config, factory *envs.Factory, ep *episode, tools *toolMode) error {
 	ep.factory = factory
 	var obs string
 	err := ep.retrying(ctx, cfg, func() error {
@@ -297,23 +319,40 @@ func open(ctx context.Context, cfg *Config, factory *envs.Factory, ep *episode) 
 	env := ep.env
 	ep.vocabulary = env.Actions()
 	ep.actionsLeft = cfg.MaxActionsPerEpisode
+	// Without a tool template, the tools are described in the system
+	// prompt (or, with no system message, ahead of the first turn).
+	described := ""
+	if tools != nil {
+		if err := openTools(ep, factory.Name()); err != nil {
+			return err
+		}
+		if tools.native == nil {
+			described = toolcall.Describe(ep.tools)
+		}
+	}
 	first := policy.Message{Role: policy.RoleUser, Content: turnMessage(cfg, 1, 0, obs, ep.actionsLeft, false)}
 	if cfg.PromptStyle == PromptCompact {
+		if described != "" {
+			first.Content = described + "\n" + first.Content
+		}
 		ep.traj.Messages = []policy.Message{first}
 		return nil
 	}
 	system := policy.Message{Role: policy.RoleSystem, Content: systemMessage(cfg, env.Instruction(), ep.vocabulary)}
+	if described != "" {
+		system.Content = strings.TrimRight(system.Content, "\n") + "\n" + described
+	}
 	ep.traj.Messages = []policy.Message{system, first}
 	return nil
 }
 
 // start opens the episode and renders its first prompt.
 func (e *Engine) start(ctx context.Context, ep *episode) {
-	if err := open(ctx, &e.cfg, e.factory, ep); err != nil {
+	if err := open(ctx, &e.cfg, e.factory, ep, e.tools); err != nil {
 		ep.traj.Err = err.Error()
 		return
 	}
-	ids, err := e.policy.RenderChat(ctx, ep.traj.Messages, true)
+	ids, err := e.tools.render(ctx, e.policy, ep, ep.traj.Messages, true)
 	if err != nil {
 		ep.traj.Err = fmt.Sprintf("render prompt: %v", err)
 		return
@@ -442,9 +481,8 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 		}
 	}
 	tr.Reply = text
-	t.Messages = append(t.Messages, policy.Message{Role: policy.RoleAssistant, Content: text})
-
-	parsed := ParseReply(text, e.cfg.Think, e.cfg.ActionSeparator, e.cfg.MaxActionsPerTurn)
+	reply, parsed, calls := e.readReply(ep, turn, text)
+	t.Messages = append(t.Messages, reply)
 	if err := act(ctx, &e.cfg, ep, parsed, &tr); err != nil {
 		t.Err = fmt.Sprintf("turn %d: %v", turn, err)
 		return
@@ -461,8 +499,13 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 		ep.appendPrompt(closing)
 		return
 	}
-	msg := turnMessage(&e.cfg, turn+1, ep.lastReward, ep.env.Render(), ep.actionsLeft, ep.warn)
-	next, err := e.tmpl.userTurn(ctx, msg)
+	msgs := e.nextMessages(ep, turn, calls)
+	var next []int
+	if msgs[0].Role == policy.RoleTool {
+		next, err = e.tmpl.toolTurn(ctx, e.tools.native, ep.tools, reply.ToolCalls, msgs)
+	} else {
+		next, err = e.tmpl.userTurn(ctx, msgs[0].Content)
+	}
 	if err != nil {
 		t.Err = fmt.Sprintf("turn %d: render prompt: %v", turn+1, err)
 		return
@@ -480,8 +523,26 @@ func (e *Engine) playTurn(ctx context.Context, ep *episode, turn int, s policy.S
 		ep.appendPrompt(closing)
 		return
 	}
-	t.Messages = append(t.Messages, policy.Message{Role: policy.RoleUser, Content: msg})
+	t.Messages = append(t.Messages, msgs...)
 	ep.appendPrompt(next)
+}
+
+// readReply turns a reply into its assistant message and its parsed
+// actions: the <answer>'s, or with tools its calls'.
+func (e *Engine) readReply(ep *episode, turn int, text string) (policy.Message, Parsed, []pendingCall) {
+	if e.tools != nil {
+		return e.tools.readCalls(&e.cfg, ep, turn, text)
+	}
+	return policy.Message{Role: policy.RoleAssistant, Content: text}, ParseReply(text, e.cfg.Think, e.cfg.ActionSeparator, e.cfg.MaxActionsPerTurn), nil
+}
+
+// nextMessages are the messages that follow turn's reply: the answers to
+// its calls, or the next turn's user message.
+func (e *Engine) nextMessages(ep *episode, turn int, calls []pendingCall) []policy.Message {
+	if len(calls) > 0 {
+		return e.tools.answer(calls, ep.results)
+	}
+	return []policy.Message{{Role: policy.RoleUser, Content: turnMessage(&e.cfg, turn+1, ep.lastReward, ep.env.Render(), ep.actionsLeft, ep.warn)}}
 }
 
 // act runs a parsed reply's actions in the episode's environment, fills in
@@ -500,19 +561,26 @@ func act(ctx context.Context, cfg *Config, ep *episode, parsed Parsed, tr *Turn)
 		costBefore = costToGo(ep.env)
 	}
 	executedValid := 0
-	for _, a := range parsed.Actions {
+	tr.Invalid += parsed.Rejected
+	ep.results = make([]string, len(parsed.Actions))
+	for i, a := range parsed.Actions {
 		if ep.actionsLeft == 0 || ep.finished {
+			for j := i; j < len(parsed.Actions); j++ {
+				ep.results[j] = "not run: the episode is over or has no actions left"
+			}
 			break
 		}
 		name, ok := mapAction(a, ep.vocabulary)
 		if !ok {
 			tr.Invalid++
+			ep.results[i] = "invalid action"
 			continue
 		}
 		res, err := ep.step(ctx, cfg, name)
 		if err != nil {
 			return err
 		}
+		ep.results[i] = res.Observation
 		tr.Executed++
 		t.Actions++
 		ep.actionsLeft--

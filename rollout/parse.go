@@ -18,6 +18,9 @@ type Parsed struct {
 	Actions []string
 	// Extra counts actions beyond the per-turn cap, which are ignored.
 	Extra int
+	// Rejected counts tool calls that made no action (an unknown tool,
+	// arguments its schema refuses): invalid steps (Config.Tools).
+	Rejected int
 }
 
 var (

@@ -15,7 +15,11 @@ func systemMessage(cfg *Config, instruction string, actions []string) string {
 	var b strings.Builder
 	b.WriteString(cfg.SystemPrefix)
 	b.WriteString(instruction)
-	if len(actions) > 0 {
+	switch {
+	case cfg.Tools:
+		// Actions are calls, each a step.
+		fmt.Fprintf(&b, "\nYou can make up to %d actions, one per tool call.\n", cfg.MaxActionsPerEpisode)
+	case len(actions) > 0:
 		fmt.Fprintf(&b, "\nYour available actions are:\n%s\nYou can make up to %d actions, separated by the action separator \" %s \"\n",
 			strings.Join(actions, ", "), cfg.MaxActionsPerEpisode, cfg.ActionSeparator)
 	}
@@ -50,6 +54,9 @@ func turnMessage(cfg *Config, n int, prevReward float64, observation string, act
 		b.WriteString(noValidActionWarning)
 	}
 	format := "<answer> [your answer] </answer>"
+	if cfg.Tools {
+		format = "a tool call"
+	}
 	if cfg.Think {
 		format = "<think> [Your thoughts] </think> " + format
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/agentrl/agentrl/envs"
 )
@@ -57,7 +56,10 @@ func RunRandom(ctx context.Context, cfg Config, factory *envs.Factory, seeds []u
 				}
 				actions[j] = vocab[rng.IntN(len(vocab))]
 			}
-			answer := "<answer>" + strings.Join(actions, " "+cfg.ActionSeparator+" ") + "</answer>"
+			answer, err := answerText(&cfg, ep, actions)
+			if err != nil {
+				return "", err
+			}
 			if cfg.Think {
 				return "<think></think>" + answer, nil
 			}
