@@ -48,6 +48,8 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		tkModels    = fs.Int("tinker-max-models", 4, "most Tinker models (create_model) held at once, each a copy of the model's weights with its optimizer state")
 		tkTokens    = fs.Int("tinker-max-request-tokens", 0, "most tokens of one Tinker forward or forward_backward request, which also sizes its body limit (0: 16 × the larger of 8192 and the context)")
 		tkQuota     = fs.Int64("tinker-disk-quota", 0, "most bytes of saved weights in the Tinker state directory (0: 32 checkpoints of the model with its optimizer state, at least 1 GiB; negative: no quota)")
+		tkZstd      = fs.Bool("tinker-zstd", false, "ask Tinker clients to send protobuf forward bodies zstd-compressed (client/config proto_compress_fwdbwd), as hosted Tinker does; they are read either way")
+		tkJSONOnly  = fs.Bool("tinker-json-only", false, "speak only the Tinker API's JSON dialect (SDKs up to 0.24.1), as this server did before protobuf: protobuf bodies get 415 and results are JSON")
 		readTimeout = fs.Duration("read-timeout", defaultReadTimeout, "longest time to receive a request's headers and body")
 		verbose     = fs.Bool("v", false, "log every request")
 		loras       loraModules
@@ -161,7 +163,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 			quota = 0 // tinkerapi: no quota
 		}
 		tk, err := tinkerapi.New(p, tinkerapi.Options{Model: srv.Model(), Dir: stateDir, APIKey: *apiKey, Logger: log,
-			MaxModels: *tkModels, MaxRequestTokens: *tkTokens, DiskQuota: quota})
+			MaxModels: *tkModels, MaxRequestTokens: *tkTokens, DiskQuota: quota, CompressForward: *tkZstd, JSONOnly: *tkJSONOnly})
 		if err != nil {
 			return err
 		}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 
 	wire "github.com/agentrl/agentrl/client/tinker"
@@ -141,6 +143,68 @@ func TestServeTinkerTempDir(t *testing.T) {
 		t.Errorf("-tinker=false: /api/v1/healthz answers %d", resp.StatusCode)
 	}
 	off.stop(t)
+}
+
+// TestServeTinkerDialects drives `trainer serve` with agentrl's Tinker
+// client in the SDK 0.25.0 dialect (protobuf forward bodies, zstd with
+// -tinker-zstd, protobuf results) and, with -tinker-json-only, in the
+// JSON one it falls back to: the same training step and samples.
+func TestServeTinkerDialects(t *testing.T) {
+	dir := writeTinyCheckpoint(t)
+	seq := []int{tokenizer.BOSID, 'h', 'e', 'l', 'l', 'o', tokenizer.EndID}
+	in := wire.ForwardBackwardInput{LossFn: wire.LossCrossEntropy, Data: []wire.Datum{{ModelInput: wire.TokensInput(seq[:len(seq)-1]),
+		LossFnInputs: map[string]wire.TensorData{wire.InputTargetTokens: wire.Ints(seq[1:]), wire.InputWeights: wire.Floats([]float64{0, 1, 1, 1, 1, 1})}}}}
+	type outcome struct {
+		wire     string
+		loss     float64
+		samples  []int
+		prompt   int
+		compress bool
+	}
+	run := func(flag string) outcome {
+		rs := startServe(t, dir, flag)
+		defer rs.stop(t)
+		ctx := context.Background()
+		c, err := wire.NewClient(ctx, wire.Options{BaseURL: rs.base, APIKey: "k", HeartbeatInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		loraSeed := int64(5)
+		m, err := c.CreateModel(ctx, "tiny-ckpt", wire.LoraConfig{Rank: 4, Seed: &loraSeed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Forward(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+		fb, err := m.ForwardBackward(ctx, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.OptimStep(ctx, wire.AdamParams{LearningRate: 1e-2, Beta1: 0.9, Beta2: 0.95, Eps: 1e-8}); err != nil {
+			t.Fatal(err)
+		}
+		path, err := m.SaveWeightsForSampler(ctx, "v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed, yes := int64(3), true
+		sr, err := c.Sample(ctx, wire.SampleRequest{Prompt: wire.TokensInput(seq[:3]), ModelPath: &path, PromptLogprobs: &yes,
+			SamplingParams: wire.SamplingParams{MaxTokens: 6, Seed: &seed, Temperature: 1, TopK: -1, TopP: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, _ := c.ServerConfig()
+		return outcome{c.WireDialect(), fb.Metrics["loss:sum"], sr.Sequences[0].Tokens, len(sr.PromptLogprobs), cfg.ProtoCompressFwdBwd}
+	}
+	proto, json := run("-tinker-zstd"), run("-tinker-json-only")
+	if proto.wire != wire.WireProto || !proto.compress || json.wire != wire.WireJSON {
+		t.Fatalf("dialects: %+v, %+v", proto, json)
+	}
+	if float32(proto.loss) != float32(json.loss) || !slices.Equal(proto.samples, json.samples) || proto.prompt != 3 || json.prompt != 3 {
+		t.Errorf("protobuf %+v, JSON %+v", proto, json)
+	}
 }
 
 func intPtr(v int) *int       { return &v }

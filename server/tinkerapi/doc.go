@@ -6,15 +6,17 @@
 // inputs; the server runs forward, backward, the optimizer and sampling.
 // `trainer serve` mounts it under /api/v1 beside the OpenAI-compatible
 // server of server/openaiapi, for the same checkpoint. The request and
-// response bodies are the JSON types of client/tinker, shared with its
-// client.
+// response bodies are the types of client/tinker, shared with its client,
+// in JSON or in the SDK 0.25.0's protobuf (client/tinker's wire_proto.go).
 //
 // # Protocol
 //
 // Every route lives under /api/v1. GET healthz and get_server_capabilities
-// (the served model and its context length); POST create_session,
+// (the served model and its context length, and "engine": "agentrl", by
+// which clients tell this server); POST create_session,
 // session_heartbeat, create_sampling_session (exactly one of base_model
-// and model_path), get_info, weights_info, client/config and telemetry
+// and model_path), get_info, weights_info (425 while the checkpoint is
+// being written), client/config, client/dynamic_config and telemetry
 // (accepted and dropped), and GET samplers/{id}, answer at once. The work
 // routes (create_model, forward, forward_backward, optim_step,
 // save_weights, save_weights_for_sampler, load_weights, asample) answer a
@@ -27,8 +29,10 @@
 // invalid: a sequence longer than the context, too many data), 404
 // (unknown session, model, sampling session, checkpoint or request), 409
 // (a seq_id reused for another request, a checkpoint name taken), 413 (a
-// body over its limit), 415 (a body that is not JSON) or 429 (a limit of
-// the server's state reached; see Limits).
+// body over its limit, compressed or once decompressed), 415 (a body of
+// another media type or encoding than the route reads), 422 (a protobuf
+// body that is not the SDK's message, a compressed body that is not zstd)
+// or 429 (a limit of the server's state reached; see Limits).
 // Unknown routes are 404 and wrong methods 405. With Options.APIKey set,
 // every route but healthz needs the key, as the SDK's X-API-Key header or
 // as "Authorization: Bearer KEY".
@@ -37,6 +41,24 @@
 // without a seq_id in arrival order). A request re-sent with a seq_id
 // already seen and the same payload is a retry: it gets the original
 // request id and runs once; a different payload with that seq_id is a 409.
+// A payload is compared in its JSON form, whichever dialect carried it.
+//
+// # Dialects
+//
+// forward and forward_backward read JSON bodies and, as SDK 0.25.0 sends
+// them, protobuf ones (Content-Type application/x-protobuf; forward_backward
+// with forward_only set is a forward pass), plain or zstd-compressed
+// (Content-Encoding zstd, decompressed to at most the route's body limit).
+// retrieve_future answers the result of forward, forward_backward and
+// asample as protobuf to a request whose Accept names
+// application/x-protobuf, as JSON otherwise; other results and failures
+// are always JSON. client/config sets proto_write_fwdbwd and
+// fwd_via_fwdbwd (SDKs 0.22.3 to 0.24.1 then send protobuf too),
+// proto_compress_fwdbwd with Options.CompressForward, and
+// use_pyqwest_transport false; client/dynamic_config sets
+// refresh_interval_sec. With Options.JSONOnly the server speaks the JSON
+// dialect alone, as it did before protobuf: protobuf and compressed
+// bodies get 415, results are JSON, client/config names no protobuf flag.
 //
 // # Training
 //
@@ -114,9 +136,13 @@
 //     and against the datum's tokens, before it is expanded.
 //   - Bodies: forward and forward_backward take at most MaxRequestTokens
 //     tokens (16 × max(MaxForwardTokens, context) by default) and a body
-//     of 128 bytes a token; asample a body sized to a prompt of the
-//     model's context; other routes 1 MiB; all within MaxRequestBytes. At
-//     most 2 forward bodies are read and decoded at once (then 429).
+//     of 128 bytes a token, compressed or once decompressed (the zstd
+//     decoder's memory is held to that limit too); asample a body sized to
+//     a prompt of the model's context; other routes 1 MiB; all within
+//     MaxRequestBytes. At most 2 forward bodies are read and decoded at
+//     once (then 429). Decoding a protobuf body allocates in proportion to
+//     its bytes: every value comes from them, and declared shapes are
+//     checked, not expanded.
 //   - Results: at most MaxFutures (4096) held, pending or not yet
 //     retrieved, of at most MaxFutureBytes (256 MiB) together, a pending
 //     request counted at the most its result can take; past either, 429
@@ -133,11 +159,8 @@
 //
 // # Not supported
 //
-// Image chunks (a user error), training the unembedding (train_unembed),
-// loss functions beyond the three above, checkpoint listing
-// and download, and protobuf: bodies and results are JSON only. The newest
-// official SDK sends forward_backward as application/x-protobuf (answered
-// 415 with a detail saying so) and takes sample and forward_backward
-// results only as protobuf, so it cannot train or sample here; clients
-// that speak JSON (earlier SDKs, client/tinker's) can.
+// Image and audio chunks (a user error), training the unembedding
+// (train_unembed), loss functions beyond the three above, checkpoint
+// listing and download, the JWT exchange (pjwt_auth_enabled is false: the
+// key is checked as it comes).
 package tinkerapi

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	wire "github.com/agentrl/agentrl/client/tinker"
@@ -20,7 +21,16 @@ type future struct {
 	finished  time.Time
 	reserved  int64     // bytes counted for it while pending: the most its result may take
 	retrieved time.Time // when retrieve_future first returned it; zero before
+	// kind is what the result is, for those a client may take as
+	// protobuf: resultForward or resultSample; "" for the others.
+	kind string
 }
+
+// Results that SDK 0.25.0 reads as protobuf (future.kind).
+const (
+	resultForward = "forward"
+	resultSample  = "sample"
+)
 
 // userError is a request that failed for a reason of its own (a bad
 // checkpoint path, a mismatched load): its result's category is "user",
@@ -202,5 +212,45 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request) {
 		f.retrieved = time.Now()
 	}
 	s.mu.Unlock()
+	if f.kind != "" && !s.opts.JSONOnly && strings.Contains(strings.ToLower(r.Header.Get("Accept")), wire.ContentTypeProto) {
+		pb, err := protoResult(f.kind, data)
+		if err != nil {
+			s.fail(w, r, fmt.Errorf("encoding the result as protobuf: %w", err))
+			return
+		}
+		if pb != nil {
+			w.Header().Set("Content-Type", wire.ContentTypeProto)
+			w.WriteHeader(http.StatusOK)
+			w.Write(pb)
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, json.RawMessage(data))
+}
+
+// protoResult encodes a result kept as JSON as the SDK's protobuf
+// message of its kind; nil for a failure's result, which stays JSON (the
+// SDK reads errors as JSON whatever it asked for).
+func protoResult(kind string, data []byte) ([]byte, error) {
+	var fail struct {
+		Error *string `json:"error"`
+	}
+	if json.Unmarshal(data, &fail) == nil && fail.Error != nil {
+		return nil, nil
+	}
+	switch kind {
+	case resultForward:
+		var out wire.ForwardBackwardOutput
+		if err := json.Unmarshal(data, &out); err != nil {
+			return nil, err
+		}
+		return out.MarshalProto()
+	case resultSample:
+		var out wire.SampleResponse
+		if err := json.Unmarshal(data, &out); err != nil {
+			return nil, err
+		}
+		return out.MarshalProto()
+	}
+	return nil, fmt.Errorf("no protobuf form for a %s result", kind)
 }

@@ -160,6 +160,9 @@ func (s *Server) submit(mod *model, kind string, seq *int, payload any, est int6
 	if err != nil {
 		return wire.FutureResponse{}, err
 	}
+	if kind == "forward" || kind == "forward_backward" {
+		f.kind = resultForward
+	}
 	if reserve != nil {
 		if err := reserve(); err != nil {
 			s.dropFuture(f)

@@ -120,6 +120,7 @@ func (s *Server) asample(_ *http.Request, body []byte) (any, error) {
 	if j.fut, err = s.newFuture(j.resultBytes(maxSeq)); err != nil {
 		return nil, err
 	}
+	j.fut.kind = resultSample
 	s.sampleQ = append(s.sampleQ, j)
 	s.sampleSeqs += j.n
 	select {

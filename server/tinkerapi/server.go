@@ -104,6 +104,16 @@ type Options struct {
 	// Logger receives request logs (Debug), warnings and failures. Nil
 	// means slog.Default().
 	Logger *slog.Logger
+	// JSONOnly makes the server speak only the JSON dialect of SDKs up to
+	// 0.24.1, as it did before protobuf: protobuf and compressed bodies
+	// get 415, results are JSON whatever the client accepts, and
+	// client/config names no protobuf flag. For tests of clients against
+	// such servers.
+	JSONOnly bool
+	// CompressForward has client/config ask clients to send protobuf
+	// forward bodies zstd-compressed (proto_compress_fwdbwd), as hosted
+	// Tinker does; the server reads them compressed or not either way.
+	CompressForward bool
 }
 
 const (
@@ -371,6 +381,7 @@ func (s *Server) routes() {
 	s.handle(http.MethodGet, "healthz", s.healthz)
 	s.handle(http.MethodGet, "get_server_capabilities", s.capabilities)
 	s.handle(http.MethodPost, "client/config", s.clientConfig)
+	s.handle(http.MethodPost, "client/dynamic_config", s.clientDynamicConfig)
 	s.handle(http.MethodPost, "telemetry", s.telemetry)
 	small := s.respond(smallBodyBytes, false)
 	s.handle(http.MethodPost, "create_session", small(s.createSession))
@@ -415,7 +426,7 @@ func (s *Server) handle(method, route string, h http.HandlerFunc) {
 			return
 		}
 		if method == http.MethodPost {
-			if err := checkContentType(r); err != nil {
+			if err := checkContentType(r, !s.opts.JSONOnly && (route == "forward" || route == "forward_backward")); err != nil {
 				writeError(w, err)
 				return
 			}
@@ -439,23 +450,40 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// checkContentType accepts JSON bodies only: the newest SDK sends
-// forward_backward as protobuf (application/x-protobuf, perhaps
-// zstd-compressed), which this server does not read.
-func checkContentType(r *http.Request) *httpError {
-	if enc := r.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		return errorf(http.StatusUnsupportedMediaType, "Content-Encoding %q is not supported: send the body as uncompressed JSON", enc)
+// checkContentType accepts JSON bodies, and with proto (the forward
+// routes) protobuf bodies too (application/x-protobuf, as SDK 0.25.0
+// sends forward_backward), plain or zstd-compressed.
+func checkContentType(r *http.Request, proto bool) *httpError {
+	mt := ""
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			mt = ct
+		}
 	}
-	ct := r.Header.Get("Content-Type")
-	if ct == "" {
-		return nil
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
+	switch {
+	case mt == "" || mt == wire.ContentTypeJSON:
+	case mt == wire.ContentTypeProto && proto:
+	case mt == wire.ContentTypeProto:
 		return errorf(http.StatusUnsupportedMediaType,
-			"Content-Type %q is not supported: this server reads JSON bodies only (application/json); protobuf request bodies, which newer Tinker SDKs send for forward_backward, are not supported", ct)
+			"Content-Type %q is not supported on %s: this server reads JSON bodies there (application/json); protobuf bodies only on forward_backward (and forward)%s", mt, r.URL.Path, jsonOnlyNote(proto))
+	default:
+		return errorf(http.StatusUnsupportedMediaType, "Content-Type %q is not supported: send JSON (application/json)", mt)
+	}
+	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); {
+	case enc == "" || enc == "identity":
+	case enc == "zstd" && mt == wire.ContentTypeProto:
+	default:
+		return errorf(http.StatusUnsupportedMediaType, "Content-Encoding %q is not supported: only protobuf forward bodies may come zstd-compressed", enc)
 	}
 	return nil
+}
+
+func jsonOnlyNote(proto bool) string {
+	if proto {
+		return ""
+	}
+	return ", which this server does not read (it speaks the JSON dialect only)"
 }
 
 func (s *Server) authorized(r *http.Request) bool {
@@ -517,7 +545,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, he)
 }
 
-// readBody reads a request body of at most limit bytes.
+// readBody reads a request body of at most limit bytes; a
+// zstd-compressed one (which checkContentType admits only for protobuf
+// forward bodies) is decompressed, to at most limit bytes too.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *httpError) {
 	limit = min(limit, s.opts.MaxRequestBytes)
 	if r.ContentLength > limit {
@@ -536,6 +566,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 			return nil, errorf(http.StatusRequestTimeout, "the request body did not arrive in time")
 		}
 		return nil, badRequest("reading the request body: %v", err)
+	}
+	if strings.EqualFold(strings.TrimSpace(r.Header.Get("Content-Encoding")), "zstd") {
+		return decompressZstd(data, limit, r.URL.Path)
 	}
 	return data, nil
 }
@@ -570,17 +603,36 @@ func (s *Server) capabilities(w http.ResponseWriter, _ *http.Request) {
 	ctx := s.base.Info().MaxContext
 	writeJSON(w, http.StatusOK, wire.GetServerCapabilitiesResponse{
 		SupportedModels: []wire.SupportedModel{{ModelName: s.model, MaxContextLength: &ctx}},
+		Engine:          string(wire.EngineAgentrl),
 	})
 }
 
-// clientConfig answers the SDK's first call: no JWT exchange, and the
-// chunks of a forward_backward sent in order.
+// clientConfig answers the SDK's first call: no JWT exchange, the chunks
+// of a forward_backward sent in order, protobuf forward bodies (for SDKs
+// 0.22.3 to 0.24.1, which ask; 0.25.0 always sends them), compressed when
+// CompressForward, and httpx's own transport (the SDK then needs no
+// pyqwest).
 func (s *Server) clientConfig(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.readBody(w, r, smallBodyBytes); err != nil {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.ClientConfigResponse{FwdBwdMaxChunkLen: s.opts.MaxData})
+	no := false
+	cfg := wire.ClientConfigResponse{FwdBwdMaxChunkLen: s.opts.MaxData, UsePyqwestTransport: &no}
+	if !s.opts.JSONOnly {
+		cfg.ProtoWriteFwdBwd, cfg.FwdViaFwdBwd, cfg.ProtoCompressFwdBwd = true, true, s.opts.CompressForward
+	}
+	writeJSON(w, http.StatusOK, cfg)
+}
+
+// clientDynamicConfig answers the flags the SDK refetches: none, every 5
+// minutes.
+func (s *Server) clientDynamicConfig(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.readBody(w, r, smallBodyBytes); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.ClientDynamicConfigResponse{RefreshIntervalSec: 300})
 }
 
 // telemetry accepts the SDK's telemetry and drops it: nothing leaves an

@@ -255,9 +255,19 @@ func TestErrors(t *testing.T) {
 	if !strings.Contains(d, "limit") {
 		t.Errorf("413 detail %q", d)
 	}
-	status, raw = ts.do(t, http.MethodPost, "forward_backward", "\x0a\x03abc", "Content-Type", "application/x-protobuf")
+	// Protobuf is read on the forward routes only; a body that is not the
+	// SDK's message is a 422, as SkyRL's server answers.
+	status, raw = ts.do(t, http.MethodPost, "create_session", "\x0a\x03abc", "Content-Type", "application/x-protobuf")
 	if status != http.StatusUnsupportedMediaType || !strings.Contains(string(raw), "protobuf") {
-		t.Errorf("protobuf body: %d %s", status, raw)
+		t.Errorf("protobuf body to create_session: %d %s", status, raw)
+	}
+	status, raw = ts.do(t, http.MethodPost, "forward_backward", "\x0a\x03ab", "Content-Type", "application/x-protobuf")
+	if status != http.StatusUnprocessableEntity || !strings.Contains(string(raw), "protobuf") {
+		t.Errorf("truncated protobuf body: %d %s", status, raw)
+	}
+	status, raw = ts.do(t, http.MethodPost, "forward_backward", "\x0a\x03abc", "Content-Type", "application/x-protobuf")
+	if status != http.StatusNotFound || !strings.Contains(string(raw), "abc") {
+		t.Errorf("protobuf body for an unknown model: %d %s", status, raw)
 	}
 	status, _ = ts.do(t, http.MethodPost, "create_session", `{"tags":[]}`, "Content-Encoding", "zstd")
 	if status != http.StatusUnsupportedMediaType {

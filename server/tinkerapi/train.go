@@ -338,43 +338,59 @@ func wireFloat(x float64) float64 {
 	return x
 }
 
-func (s *Server) forward(_ *http.Request, body []byte) (any, error) {
+func (s *Server) forward(r *http.Request, body []byte) (any, error) {
+	if isProto(r) {
+		return s.forwardBackward(r, body)
+	}
 	var req wire.ForwardRequest
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	mod, err := s.getModel(req.ModelID)
-	if err != nil {
-		return nil, err
-	}
-	in, err := s.prepare(req.ForwardInput)
-	if err != nil {
-		return nil, err
-	}
-	seq := req.SeqID
-	req.SeqID = nil
-	return s.submit(mod, "forward", seq, req, in.resultBytes(), nil, func(ctx context.Context, mod *model) (any, error) {
-		return s.runForward(ctx, mod.m, in, false)
-	}, nil)
+	return s.submitForward(req.ModelID, req.SeqID, req.ForwardInput, false)
 }
 
-func (s *Server) forwardBackward(_ *http.Request, body []byte) (any, error) {
+// forwardBackward serves forward_backward, whose body is JSON or, from
+// SDK 0.25.0, protobuf; a protobuf one with forward_only set is a forward
+// pass (the SDK's forward).
+func (s *Server) forwardBackward(r *http.Request, body []byte) (any, error) {
 	var req wire.ForwardBackwardRequest
-	if err := decode(body, &req); err != nil {
+	backward := true
+	if isProto(r) {
+		forwardOnly, err := req.UnmarshalProto(body)
+		if err != nil {
+			return nil, errorf(http.StatusUnprocessableEntity, "%v", err)
+		}
+		backward = !forwardOnly
+	} else if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	mod, err := s.getModel(req.ModelID)
+	return s.submitForward(req.ModelID, req.SeqID, req.ForwardBackwardInput, backward)
+}
+
+// isProto reports whether a request's body is protobuf.
+func isProto(r *http.Request) bool {
+	mt, _, _ := strings.Cut(r.Header.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(mt), wire.ContentTypeProto)
+}
+
+// submitForward queues a forward pass, with backward its gradient too. A
+// retry is told by the request's JSON form, whichever dialect carried it.
+func (s *Server) submitForward(modelID string, seq *int, in wire.ForwardBackwardInput, backward bool) (any, error) {
+	mod, err := s.getModel(modelID)
 	if err != nil {
 		return nil, err
 	}
-	in, err := s.prepare(req.ForwardBackwardInput)
+	checked, err := s.prepare(in)
 	if err != nil {
 		return nil, err
 	}
-	seq := req.SeqID
-	req.SeqID = nil
-	return s.submit(mod, "forward_backward", seq, req, in.resultBytes(), nil, func(ctx context.Context, mod *model) (any, error) {
-		return s.runForward(ctx, mod.m, in, true)
+	kind := "forward"
+	var payload any = wire.ForwardRequest{ModelID: modelID, ForwardInput: in}
+	if backward {
+		kind, payload = "forward_backward", wire.ForwardBackwardRequest{ModelID: modelID, ForwardBackwardInput: in}
+	}
+	return s.submit(mod, kind, seq, payload, checked.resultBytes(), nil, func(ctx context.Context, mod *model) (any, error) {
+		return s.runForward(ctx, mod.m, checked, backward)
 	}, nil)
 }
 

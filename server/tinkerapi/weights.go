@@ -510,13 +510,30 @@ func (s *Server) weightsInfo(_ *http.Request, body []byte) (any, error) {
 	if err := decode(body, &req); err != nil {
 		return nil, err
 	}
-	_, meta, err := s.savedWeights(req.TinkerPath)
+	p, meta, err := s.savedWeights(req.TinkerPath)
 	if err != nil {
+		if s.beingSaved(p) {
+			return nil, errorf(http.StatusTooEarly, "Checkpoint %s is still being saved", p)
+		}
 		return nil, err
 	}
 	lc := meta.Config.wire()
 	return wire.WeightsInfoResponse{BaseModel: meta.BaseModel, IsLoRA: lc.Rank > 0, LoRARank: &lc.Rank,
 		TrainUnembed: lc.TrainUnembed, TrainAttn: lc.TrainAttn, TrainMLP: lc.TrainMLP}, nil
+}
+
+// beingSaved reports whether checkpoint p of a model held here is being
+// written.
+func (s *Server) beingSaved(p tinkerPath) bool {
+	s.mu.Lock()
+	mod := s.models[p.model]
+	s.mu.Unlock()
+	if mod == nil {
+		return false
+	}
+	mod.mu.Lock()
+	defer mod.mu.Unlock()
+	return mod.saving[p.key()] != nil
 }
 
 // checkSamplerPath checks that raw names sampler weights that exist: 404
@@ -529,16 +546,8 @@ func (s *Server) checkSamplerPath(raw string) (tinkerPath, error) {
 	if s.samplers.has(p.String()) || exists(filepath.Join(s.dirOf(p), metaFile)) {
 		return p, nil
 	}
-	s.mu.Lock()
-	mod := s.models[p.model]
-	s.mu.Unlock()
-	if mod != nil {
-		mod.mu.Lock()
-		pending := mod.saving[p.key()] != nil
-		mod.mu.Unlock()
-		if pending {
-			return p, errorf(http.StatusTooEarly, "Checkpoint %s is still being saved", p)
-		}
+	if s.beingSaved(p) {
+		return p, errorf(http.StatusTooEarly, "Checkpoint %s is still being saved", p)
 	}
 	return p, notFound("Checkpoint not found: %s", p)
 }
