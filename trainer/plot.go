@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/agentrl/agentrl/internal/report"
 	"github.com/agentrl/agentrl/train"
 )
 
@@ -38,8 +39,9 @@ func runPlot(_ context.Context, args []string, s stdio) error {
 	fs := flag.NewFlagSet("plot", flag.ContinueOnError)
 	fs.SetOutput(s.err)
 	out := fs.String("out", "", "directory for the PNG files (default RUN_DIR/plots)")
+	smooth := fs.Float64("smooth", 0.6, "weight of the exponential moving average drawn over each curve, in [0, 1) (0: raw curves only); the raw curve stays as a faint line")
 	fs.Usage = func() {
-		fmt.Fprintln(s.err, "usage: trainer plot [-out DIR] RUN_DIR")
+		fmt.Fprintln(s.err, "usage: trainer plot [-out DIR] [-smooth W] RUN_DIR")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -47,6 +49,9 @@ func runPlot(_ context.Context, args []string, s stdio) error {
 	}
 	if fs.NArg() != 1 {
 		return usageErrorf("give one run directory")
+	}
+	if *smooth < 0 || *smooth >= 1 {
+		return usageErrorf("-smooth %v: want a weight in [0, 1)", *smooth)
 	}
 	runDir := fs.Arg(0)
 	rows, err := train.ReadMetrics(runDir)
@@ -65,7 +70,7 @@ func runPlot(_ context.Context, args []string, s stdio) error {
 	}
 	for _, f := range figures {
 		path := filepath.Join(dir, f.file)
-		drawn, err := drawFigure(f, rows, path)
+		drawn, err := drawFigure(f, rows, *smooth, path)
 		if err != nil {
 			return fmt.Errorf("%s: %w", f.file, err)
 		}
@@ -78,13 +83,15 @@ func runPlot(_ context.Context, args []string, s stdio) error {
 
 var palette = []color.RGBA{{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255}}
 
-// drawFigure writes one PNG with a line per series that has data; it
-// reports false (and writes nothing) when no series has any.
-func drawFigure(f figure, rows []map[string]float64, path string) (bool, error) {
+// drawFigure writes one PNG with a line per series that has data,
+// smoothed with an EMA of weight smooth over its raw values drawn faintly,
+// and the legend below the axes; it reports false (and writes nothing)
+// when no series has any.
+func drawFigure(f figure, rows []map[string]float64, smooth float64, path string) (bool, error) {
 	p := plot.New()
 	p.Title.Text = f.title
 	p.X.Label.Text = "step"
-	p.Legend.Top = true
+	leg := plot.NewLegend()
 	drawn := false
 	for i, name := range f.series {
 		var pts plotter.XYs
@@ -98,15 +105,38 @@ func drawFigure(f figure, rows []map[string]float64, path string) (bool, error) 
 		if len(pts) == 0 {
 			continue
 		}
+		col := palette[i%len(palette)]
+		var dashes []vg.Length
+		if strings.Contains(name, "chance") || strings.Contains(name, "random") {
+			dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		if smooth > 0 && len(pts) > 2 {
+			raw, err := plotter.NewLine(pts)
+			if err != nil {
+				return false, err
+			}
+			raw.Color = color.NRGBA{col.R, col.G, col.B, 70}
+			raw.Width = vg.Points(1)
+			raw.Dashes = dashes
+			p.Add(raw)
+			ys := make([]float64, len(pts))
+			for j, pt := range pts {
+				ys[j] = pt.Y
+			}
+			smoothed := make(plotter.XYs, len(pts))
+			for j, y := range report.EMA(ys, smooth) {
+				smoothed[j] = plotter.XY{X: pts[j].X, Y: y}
+			}
+			pts = smoothed
+			p.Title.Text = fmt.Sprintf("%s (EMA %.2g, raw faint)", f.title, smooth)
+		}
 		line, err := plotter.NewLine(pts)
 		if err != nil {
 			return false, err
 		}
-		line.Color = palette[i%len(palette)]
+		line.Color = col
 		line.Width = vg.Points(1.5)
-		if strings.Contains(name, "chance") || strings.Contains(name, "random") {
-			line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		}
+		line.Dashes = dashes
 		p.Add(line)
 		if len(pts) == 1 {
 			sc, err := plotter.NewScatter(pts)
@@ -116,11 +146,11 @@ func drawFigure(f figure, rows []map[string]float64, path string) (bool, error) 
 			sc.Color = line.Color
 			p.Add(sc)
 		}
-		p.Legend.Add(name, line)
+		leg.Add(name, line)
 		drawn = true
 	}
 	if !drawn {
 		return false, nil
 	}
-	return true, p.Save(8*vg.Inch, 4.5*vg.Inch, path)
+	return true, report.SaveWithLegend(p, leg, 8*vg.Inch, 4.5*vg.Inch, path)
 }

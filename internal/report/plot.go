@@ -19,13 +19,13 @@ var palette = []color.RGBA{
 }
 
 // Plot draws every arm's mean curve of metric with its 95% band over
-// seeds into a PNG.
+// seeds into a PNG, the arms' legend below the axes.
 func Plot(arms []Arm, metric, title, path string) error {
 	p := plot.New()
 	p.Title.Text = title
 	p.X.Label.Text = "step"
 	p.Y.Label.Text = metric
-	p.Legend.Top, p.Legend.Left = false, false
+	leg := plot.NewLegend()
 	for i, a := range arms {
 		col := palette[i%len(palette)]
 		steps, values := a.Curve(metric)
@@ -60,7 +60,7 @@ func Plot(arms []Arm, metric, title, path string) error {
 		}
 		l.Color, l.Width = col, vg.Points(1.5)
 		p.Add(l)
-		p.Legend.Add(a.Label, l)
+		leg.Add(a.Label, l)
 	}
-	return p.Save(8*vg.Inch, 4.5*vg.Inch, path)
+	return SaveWithLegend(p, leg, 8*vg.Inch, 4.5*vg.Inch, path)
 }

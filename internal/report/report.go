@@ -59,20 +59,29 @@ func Load(dir string) (Run, error) {
 	if r.Summary.Status != "finished" && !strings.HasPrefix(r.Summary.Status, "stopped early") {
 		return r, fmt.Errorf("%s: run ended %q", dir, r.Summary.Status)
 	}
-	var id struct {
-		Config map[string]string `json:"config"`
+	if r.Config, err = ReadIdentity(dir); err != nil {
+		return r, err
 	}
-	if raw, err = os.ReadFile(filepath.Join(dir, "run.json")); err != nil {
-		return r, fmt.Errorf("%s: %w", dir, err)
-	}
-	if err := json.Unmarshal(raw, &id); err != nil {
-		return r, fmt.Errorf("%s/run.json: %w", dir, err)
-	}
-	r.Config = id.Config
 	if r.Rows, err = metricsfile.Read(dir); err != nil {
 		return r, err
 	}
 	return r, nil
+}
+
+// ReadIdentity reads the settings of the run directory dir from its
+// identity (run.json), as dotted keys.
+func ReadIdentity(dir string) (map[string]string, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, "run.json"))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	var id struct {
+		Config map[string]string `json:"config"`
+	}
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return nil, fmt.Errorf("%s/run.json: %w", dir, err)
+	}
+	return id.Config, nil
 }
 
 // Series returns the steps at which metric was logged (finite) and its
