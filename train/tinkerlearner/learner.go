@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -133,6 +134,13 @@ type tinkerLearner struct {
 	// url is the server's, outage how long Recover waits for it.
 	url    string
 	outage time.Duration
+	// engine is the server's engine, ignored what it does not apply of
+	// the run's settings (IgnoredSettings).
+	engine  tinker.EngineReport
+	ignored []string
+	// lrWarned is set once the server reported applying another learning
+	// rate than the one sent.
+	lrWarned bool
 }
 
 var (
@@ -189,7 +197,7 @@ func tinkerConnect(ctx context.Context, cfg train.Config, start *local.Policy, s
 	if key == "" {
 		key = os.Getenv("TINKER_API_KEY")
 	}
-	c, err := tinker.NewClient(ctx, tinker.Options{BaseURL: addr, APIKey: key, Logger: log,
+	c, err := tinker.NewClient(ctx, tinker.Options{BaseURL: addr, APIKey: key, CredentialCmd: os.Getenv("TINKER_CREDENTIAL_CMD"), Logger: log,
 		FutureTimeout: time.Duration(tc.FutureTimeoutS * float64(time.Second)), Tags: []string{"agentrl", cfg.Env.Name}})
 	if err != nil {
 		stop()
@@ -295,8 +303,53 @@ func open(ctx context.Context, cfg train.Config, start *local.Policy, tokenizerB
 	if cfg.NeedsReference() {
 		l.ref = tinker.NewSampler(c, start, tinker.SamplerTarget{BaseModel: base})
 	}
+	if err := l.checkEngine(ctx, cfg); err != nil {
+		l.Close()
+		return nil, err
+	}
 	return l, nil
 }
+
+// checkEngine identifies the server's engine and compares the run's
+// settings with what it applies (engines.go): an error for those it would
+// get wrong, the others logged and kept for IgnoredSettings.
+func (l *tinkerLearner) checkEngine(ctx context.Context, cfg train.Config) error {
+	if l.offline {
+		l.engine = tinker.EngineReport{Engine: tinker.EngineAgentrl, Evidence: []string{"tinker.url local: the offline server in this process"}}
+	} else {
+		ids, err := l.local.Encode(ctx, train.ProbeText)
+		if err != nil {
+			return err
+		}
+		if len(ids) < 2 {
+			return errNoProbe
+		}
+		if l.engine, err = l.client.DetectEngine(ctx, l.rec.BaseModel, ids[:min(len(ids), 16)]); err != nil {
+			return fmt.Errorf("tinker: identifying the server's engine: %w", err)
+		}
+	}
+	l.log.Info("tinker: engine identified", "engine", l.engine.Engine, "evidence", strings.Join(l.engine.Evidence, "; "), "wire", l.client.WireDialect())
+	ignored, err := checkEngine(l.engine, cfg)
+	if err != nil {
+		return err
+	}
+	l.ignored = ignored
+	if len(ignored) > 0 {
+		// One warning for all of them; run.json records them too (Model).
+		l.log.Warn("tinker: the server's engine does not apply these settings as configured (run.json records them: model.config.ignored_settings)",
+			"engine", l.engine.Engine, "count", len(ignored), "settings", strings.Join(ignored, "; "))
+	}
+	return nil
+}
+
+// IgnoredSettings returns the run's settings that the server's engine
+// does not apply as configured, checked before the first step, one line
+// each: the key, then what the engine does instead. Settings it would get
+// wrong beyond repair made New fail instead.
+func (l *tinkerLearner) IgnoredSettings() []string { return slices.Clone(l.ignored) }
+
+// Engine returns the server's engine, as identified at start.
+func (l *tinkerLearner) Engine() tinker.EngineReport { return l.engine }
 
 // Close ends the session (and an offline server the learner started).
 func (l *tinkerLearner) Close() error {
@@ -432,6 +485,11 @@ func (l *tinkerLearner) Model() train.ModelInfo {
 		}
 	}
 	l.local.Unlock()
+	// The engine and what it ignores go to run.json with the model: which
+	// settings were not applied is part of what the run computed.
+	info.Config["engine"] = string(l.engine.Engine)
+	info.Config["engine_evidence"] = slices.Clone(l.engine.Evidence)
+	info.Config["ignored_settings"] = append([]string{}, l.ignored...)
 	if r := l.rec.LoRA; r.Rank > 0 {
 		info.LoRA = &train.LoRAInfo{Rank: r.Rank}
 		if r.Alpha != nil {
@@ -666,14 +724,22 @@ func (l *tinkerLearner) step(ctx context.Context, mb *train.Sequences, lr float6
 		return nil, false, err
 	}
 	if l.loss == train.TinkerLossPPO {
-		if v, ok := fbOut.Metrics["loss:sum"]; ok {
+		if v, ok := serverLoss(fbOut); ok {
 			metrics["actor/pg_loss"], metrics["actor/loss"] = v, v
 		}
 	}
 	for k, v := range optOut.Metrics {
 		switch k {
-		case "grad_norm", "grad_norm:mean":
+		case "grad_norm", "grad_norm:mean", "skyrl.ai/grad_norm":
 			metrics["actor/grad_norm"] = v
+		case "skyrl.ai/learning_rate":
+			// MiniBatchUpdates reports actor/lr itself; a server that
+			// applied another rate than it was sent is worth saying (it
+			// holds float32: compare at that precision).
+			if math.Abs(v-lr) > 1e-6*math.Abs(lr) && !l.lrWarned {
+				l.lrWarned = true
+				l.log.Warn("tinker: the server applied another learning rate than the one sent", "sent", lr, "applied", v)
+			}
 		case "skipped", "skipped:sum":
 			if v != 0 {
 				return nil, false, nil
@@ -681,4 +747,30 @@ func (l *tinkerLearner) step(ctx context.Context, mb *train.Sequences, lr float6
 		}
 	}
 	return metrics, true, nil
+}
+
+// serverLoss is the loss of a forward_backward: its loss:sum metric, or,
+// from an engine that reports no metrics (SkyRL-JAX), the sum of its
+// per-token elementwise_loss outputs.
+func serverLoss(out tinker.ForwardBackwardOutput) (float64, bool) {
+	if v, ok := out.Metrics["loss:sum"]; ok {
+		return v, true
+	}
+	var sum float64
+	found := false
+	for _, d := range out.LossFnOutputs {
+		t, ok := d["elementwise_loss"]
+		if !ok {
+			return 0, false
+		}
+		vals, err := t.Dense()
+		if err != nil {
+			return 0, false
+		}
+		found = true
+		for _, v := range vals {
+			sum += v
+		}
+	}
+	return sum, found
 }
