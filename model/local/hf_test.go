@@ -302,7 +302,7 @@ func TestHFErrors(t *testing.T) {
 		{"bin weights", func(dir string) {
 			os.Rename(filepath.Join(dir, "model.safetensors"), filepath.Join(dir, "pytorch_model.bin"))
 		}, "PyTorch .bin weights"},
-		{"model type", setConfig("config.json", map[string]any{"model_type": "qwen3"}), `model_type "qwen3" is not supported`},
+		{"model type", setConfig("config.json", map[string]any{"model_type": "gemma2"}), `model_type "gemma2" is not supported`},
 		{"architecture", setConfig("config.json", map[string]any{"architectures": []string{"Qwen2ForTokenClassification"}}),
 			`architecture "Qwen2ForTokenClassification" is not supported`},
 		{"no chat template", setConfig("tokenizer_config.json", map[string]any{"chat_template": nil}), "has no chat_template"},

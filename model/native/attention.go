@@ -42,15 +42,41 @@ type headView struct {
 
 func (v headView) at(row int) []float32 { return v.data[row*v.ld:] }
 
+// AttnSpec describes an attention: its heads, key/value heads (GQA) and
+// head width, the factor on the scores, and the sliding window.
+type AttnSpec struct {
+	Heads, KVHeads, HeadDim int
+	// Scale multiplies the scores QKᵀ; 0 means 1/√HeadDim.
+	Scale float32
+	// Window, if positive, is the number of positions a query sees: its
+	// own and the Window-1 before it (Gemma's sliding_window). 0 means
+	// every earlier position.
+	Window int
+}
+
 // attnShape carries the sizes shared by the attention routines.
 type attnShape struct {
 	heads, kvHeads, headDim int
 	ldqkv, ldo              int
 	scale                   float32
+	window                  int
 }
 
-func newAttnShape(heads, kvHeads, headDim, ldqkv, ldo int) attnShape {
-	return attnShape{heads, kvHeads, headDim, ldqkv, ldo, float32(1 / math.Sqrt(float64(headDim)))}
+func newAttnShape(a AttnSpec, ldqkv, ldo int) attnShape {
+	scale := a.Scale
+	if scale == 0 {
+		scale = float32(1 / math.Sqrt(float64(a.HeadDim)))
+	}
+	return attnShape{a.Heads, a.KVHeads, a.HeadDim, ldqkv, ldo, scale, a.Window}
+}
+
+// from returns the first of the vis positions a query sees through the
+// window (0 without one).
+func (a attnShape) from(vis int) int {
+	if a.window > 0 && vis > a.window {
+		return vis - a.window
+	}
+	return 0
 }
 
 // views returns Q of head h and K, V of its KV head for rows starting at row.
@@ -70,8 +96,9 @@ func (a attnShape) views(qkv []float32, row, h int) (q, k, v headView) {
 // GEMMs into per-goroutine scratch laid out [prefix | own]; the causal mask
 // inside the diagonal block is applied in the softmax loop, with masked
 // entries set to exactly zero so the P·V GEMM skips them.
-func (k *CPU) Attention(out []float32, ldo int, lse, qkv []float32, ldqkv int, seg Segments, heads, kvHeads, headDim int) {
-	sh := newAttnShape(heads, kvHeads, headDim, ldqkv, ldo)
+func (k *CPU) Attention(out []float32, ldo int, lse, qkv []float32, ldqkv int, seg Segments, a AttnSpec) {
+	sh := newAttnShape(a, ldqkv, ldo)
+	heads, headDim := a.Heads, a.HeadDim
 	parallelFor(seg.count()*heads, func(_, task int) {
 		s, h := task/heads, task%heads
 		a, t := seg.Start[s], seg.Start[s+1]-seg.Start[s]
@@ -97,8 +124,10 @@ func (k *CPU) Attention(out []float32, ldo int, lse, qkv []float32, ldqkv int, s
 			gemm(false, false, true, rows, i1, headDim, sh.scale, q.data, ldqkv, kk.data, ldqkv, 0, sc[pn:], w)
 			for r := 0; r < rows; r++ {
 				vis := pn + i0 + r + 1 // visible keys: the prefix and own keys 0..i
+				lo := sh.from(vis)     // (or the last window of them)
 				row := sc[r*w : (r+1)*w]
-				lse[(a+i0+r)*heads+h] = simd.Softmax(row[:vis])
+				lse[(a+i0+r)*heads+h] = simd.Softmax(row[lo:vis])
+				clear(row[:lo])
 				clear(row[vis:])
 			}
 			o := out[(a+i0)*ldo+h*headDim:]
@@ -124,8 +153,9 @@ func (k *CPU) Attention(out []float32, ldo int, lse, qkv []float32, ldqkv int, s
 //	dP = dO·Vᵀ
 //	dS = P ⊙ (dP - rowsum(P ⊙ dP)) / √d
 //	dQ = dS·K,  dK += dSᵀ·Q
-func (k *CPU) AttentionBackward(dqkv, dout []float32, ldo int, qkv []float32, ldqkv int, lse []float32, seg Segments, heads, kvHeads, headDim int) {
-	sh := newAttnShape(heads, kvHeads, headDim, ldqkv, ldo)
+func (k *CPU) AttentionBackward(dqkv, dout []float32, ldo int, qkv []float32, ldqkv int, lse []float32, seg Segments, a AttnSpec) {
+	sh := newAttnShape(a, ldqkv, ldo)
+	heads, kvHeads, headDim := a.Heads, a.KVHeads, a.HeadDim
 	n := seg.count()
 	// Families: roots are segments without prefix; children follow them.
 	var roots []int
@@ -187,8 +217,10 @@ func (k *CPU) attnSegmentBackward(sh attnShape, dqkv, dout, qkv, lse []float32, 
 			gemm(false, false, true, rows, i1, hd, sh.scale, q.data, ldqkv, kk.data, ldqkv, 0, p[pn:], w)
 			for r := 0; r < rows; r++ {
 				vis := pn + i0 + r + 1
+				lo := sh.from(vis)
 				row := p[r*w : (r+1)*w]
-				simd.ExpSum(row[:vis], lse[(a+i0+r)*heads+h])
+				simd.ExpSum(row[lo:vis], lse[(a+i0+r)*heads+h])
+				clear(row[:lo])
 				clear(row[vis:])
 			}
 			// dV += Pᵀ·dO and dP = dO·Vᵀ, split over [prefix | own] keys.
@@ -200,7 +232,9 @@ func (k *CPU) attnSegmentBackward(sh attnShape, dqkv, dout, qkv, lse []float32, 
 			gemm(false, false, true, rows, i1, hd, 1, do, ldo, v.data, ldqkv, 0, dp[pn:], w)
 			for r := 0; r < rows; r++ {
 				vis := pn + i0 + r + 1
-				simd.SoftmaxBackward(p[r*w:r*w+vis], dp[r*w:r*w+vis], sh.scale)
+				lo := sh.from(vis)
+				simd.SoftmaxBackward(p[r*w+lo:r*w+vis], dp[r*w+lo:r*w+vis], sh.scale)
+				clear(dp[r*w : r*w+lo])
 				clear(dp[r*w+vis : (r+1)*w])
 			}
 			// dQ = dS·K and dK += dSᵀ·Q, split the same way.

@@ -30,8 +30,8 @@ func BenchmarkAttention(b *testing.B) {
 	}
 	k := &CPU{}
 	stop := recordGemms()
-	k.Attention(out, heads*hd, lse, qkv, ld, seg, heads, heads, hd)
-	k.AttentionBackward(dqkv, dout, heads*hd, qkv, ld, lse, seg, heads, heads, hd)
+	k.Attention(out, heads*hd, lse, qkv, ld, seg, AttnSpec{Heads: heads, KVHeads: heads, HeadDim: hd})
+	k.AttentionBackward(dqkv, dout, heads*hd, qkv, ld, lse, seg, AttnSpec{Heads: heads, KVHeads: heads, HeadDim: hd})
 	var flops float64
 	for _, c := range stop() {
 		flops += c.flops()
@@ -41,9 +41,9 @@ func BenchmarkAttention(b *testing.B) {
 	var fwd, bwd time.Duration
 	for range b.N {
 		t0 := time.Now()
-		k.Attention(out, heads*hd, lse, qkv, ld, seg, heads, heads, hd)
+		k.Attention(out, heads*hd, lse, qkv, ld, seg, AttnSpec{Heads: heads, KVHeads: heads, HeadDim: hd})
 		t1 := time.Now()
-		k.AttentionBackward(dqkv, dout, heads*hd, qkv, ld, lse, seg, heads, heads, hd)
+		k.AttentionBackward(dqkv, dout, heads*hd, qkv, ld, lse, seg, AttnSpec{Heads: heads, KVHeads: heads, HeadDim: hd})
 		fwd, bwd = fwd+t1.Sub(t0), bwd+time.Since(t1)
 	}
 	sec := (fwd + bwd).Seconds() / float64(b.N)

@@ -114,7 +114,7 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 	}
 	dx := w.dx[:n*d]
 	clear(dx)
-	kern.RMSNormBackward(dx, m.g.finalNorm, dxf, w.xs[c.Layers], m.p.finalNorm, w.rstdF, n, d)
+	kern.RMSNormBackward(dx, m.g.finalNorm, dxf, w.xs[c.Layers], w.nfinal, w.rstdF, n, d)
 
 	// While adapters train, the base weights have no gradient: their
 	// views are nil, and the products and reductions for them are skipped.
@@ -123,28 +123,48 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		p, g := &m.p.layers[l], &frozen
+		p, g, nw := &m.p.layers[l], &frozen, &w.nlayers[l]
 		if lo == nil {
 			g = &m.g.layers[l]
 		}
 		// MLP. dx is dL/d(xs[l+1]) = dL/d(residual after the MLP).
-		backLinear(w.dact, dx, w.act[l], p.wdown, g.wdown, n, f, d)
-		if lo != nil {
-			lo.backward(kern, l, groupDown, dx, w.act[l], w.loraU[l][groupDown], w.dact, w.loraDU, n)
+		dy := dx // dL/d(the down projection's output)
+		if c.SandwichNorm {
+			dy = w.dpost[:n*d]
+			clear(dy)
+			kern.RMSNormBackward(dy, g.mlpPost, dx, w.mo[l], nw.mlpPost, w.rstdMO[l], n, d)
 		}
-		kern.SwiGLUBackward(w.dgu, w.dact, w.gu[l], n, f)
+		backLinear(w.dact, dy, w.act[l], p.wdown, g.wdown, n, f, d)
+		if lo != nil {
+			lo.backward(kern, l, groupDown, dy, w.act[l], w.loraU[l][groupDown], w.dact, w.loraDU, n)
+		}
+		if c.gelu() {
+			kern.GeGLUBackward(w.dgu, w.dact, w.gu[l], n, f)
+		} else {
+			kern.SwiGLUBackward(w.dgu, w.dact, w.gu[l], n, f)
+		}
 		backLinear(w.dtmp, w.dgu, w.xn2[l], p.wgu, g.wgu, n, d, 2*f)
 		if lo != nil {
 			lo.backward(kern, l, groupGU, w.dgu, w.xn2[l], w.loraU[l][groupGU], w.dtmp, w.loraDU, n)
 		}
-		kern.RMSNormBackward(dx, g.mlpNorm, w.dtmp, w.xmid[l], p.mlpNorm, w.rstd2[l], n, d)
+		kern.RMSNormBackward(dx, g.mlpNorm, w.dtmp, w.xmid[l], nw.mlpNorm, w.rstd2[l], n, d)
 		// Attention. dx is now dL/d(xmid[l]).
-		backLinear(w.datt, dx, w.att[l], p.wo, g.wo, n, qd, d)
-		if lo != nil {
-			lo.backward(kern, l, groupO, dx, w.att[l], w.loraU[l][groupO], w.datt, w.loraDU, n)
+		dy = dx // dL/d(the output projection's output)
+		if c.SandwichNorm {
+			dy = w.dpost[:n*d]
+			clear(dy)
+			kern.RMSNormBackward(dy, g.attnPost, dx, w.ao[l], nw.attnPost, w.rstdAO[l], n, d)
 		}
-		kern.AttentionBackward(w.dqkv, w.datt, qd, w.qkv[l], qkvd, w.lse[l], w.seg, c.Heads, c.KVHeads, c.HeadDim())
-		kern.RoPE(w.dqkv, n, qkvd, 0, c.Heads+c.KVHeads, c.HeadDim(), w.pos, m.ropeCos, m.ropeSin, true)
+		backLinear(w.datt, dy, w.att[l], p.wo, g.wo, n, qd, d)
+		if lo != nil {
+			lo.backward(kern, l, groupO, dy, w.att[l], w.loraU[l][groupO], w.datt, w.loraDU, n)
+		}
+		cos, sin := m.rope(l)
+		kern.AttentionBackward(w.dqkv, w.datt, qd, w.qkv[l], qkvd, w.lse[l], w.seg, m.attnSpec(l))
+		kern.RoPE(w.dqkv, n, qkvd, 0, c.Heads+c.KVHeads, c.HeadDim(), w.pos, cos, sin, true)
+		if c.QKNorm {
+			m.qkNormBackward(l, nw, g, n)
+		}
 		if g.bqkv != nil {
 			for r := 0; r < n; r++ {
 				simd.Add(g.bqkv, w.dqkv[r*qkvd:(r+1)*qkvd])
@@ -160,14 +180,37 @@ func (m *Model) Backward(ctx context.Context, og OutputGrads) error {
 		if lo != nil {
 			lo.backward(kern, l, groupQKV, w.dqkv, w.xn1[l], w.loraU[l][groupQKV], w.dtmp, w.loraDU, n)
 		}
-		kern.RMSNormBackward(dx, g.attnNorm, w.dtmp, w.xs[l], p.attnNorm, w.rstd1[l], n, d)
+		kern.RMSNormBackward(dx, g.attnNorm, w.dtmp, w.xs[l], nw.attnNorm, w.rstd1[l], n, d)
 	}
 
 	// Embedding: scatter-add each row's gradient into its token's row.
 	for r := 0; r < n && m.g.embed != nil; r++ {
 		t := int(w.tok[r])
-		simd.Add(m.g.embed[t*d:(t+1)*d], dx[r*d:(r+1)*d])
+		if c.EmbedScale != 0 {
+			simd.Axpy(c.EmbedScale, dx[r*d:(r+1)*d], m.g.embed[t*d:(t+1)*d])
+		} else {
+			simd.Add(m.g.embed[t*d:(t+1)*d], dx[r*d:(r+1)*d])
+		}
 	}
 	w.ready = false // the head logits were overwritten with their gradient
 	return nil
+}
+
+// qkNormBackward takes layer l's dL/d(normed queries and keys) in the
+// workspace's dqkv back through the query and key norms (qkNormForward):
+// it overwrites them with dL/d(the projections' queries and keys) and adds
+// the norms' weight gradients into g.qNorm and g.kNorm (nil when frozen).
+func (m *Model) qkNormBackward(l int, nw, g *layer, n int) {
+	w := &m.ws
+	c := m.cfg
+	_, qd, kvd, qkvd, _, _ := m.dims()
+	hd := c.HeadDim()
+	dn, dx := w.dqk[:n*(qd+kvd)], w.dqkx[:n*(qd+kvd)]
+	gatherCols(dn[:n*qd], w.dqkv, n, qkvd, 0, qd)
+	gatherCols(dn[n*qd:], w.dqkv, n, qkvd, qd, kvd)
+	clear(dx)
+	m.kern.RMSNormBackward(dx[:n*qd], g.qNorm, dn[:n*qd], w.qraw[l], nw.qNorm, w.qrstd[l], n*c.Heads, hd)
+	m.kern.RMSNormBackward(dx[n*qd:], g.kNorm, dn[n*qd:], w.kraw[l], nw.kNorm, w.krstd[l], n*c.KVHeads, hd)
+	scatterCols(w.dqkv, dx[:n*qd], n, qkvd, 0, qd)
+	scatterCols(w.dqkv, dx[n*qd:], n, qkvd, qd, kvd)
 }

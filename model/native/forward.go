@@ -101,6 +101,25 @@ type trainWorkspace struct {
 	dhsel             []float32 // [M·D]
 	dlogp, dent, dval []float32 // [M]
 
+	// With QKNorm: the queries and keys before their norms, each head a
+	// row ([L][N·H·hd] and [L][N·KVH·hd]), and the norms' rstd; the
+	// backward's dL/d(normed queries and keys) and dL/d(queries and keys)
+	// ([N·(H+KVH)·hd] each).
+	qraw, kraw   [][]float32
+	qrstd, krstd [][]float32 // [L][N·H], [L][N·KVH]
+	dqk, dqkx    []float32
+	// With SandwichNorm: the outputs of the attention's and the MLP's
+	// projections before their norms, the norms' rstd, and the backward's
+	// dL/d(a projection's output) ([N·D]).
+	ao, mo         [][]float32 // [L][N·D]
+	rstdAO, rstdMO [][]float32 // [L][N]
+	dpost          []float32
+	// The layers' weights with the RMSNorms' scales (1+w with
+	// NormPlusOne), and the final norm's (Model.normWeights).
+	nlayers []layer
+	nfinal  []float32
+	nbuf    []float32
+
 	// With adapters: each layer's and group's x·Aᵀ ([N, k·r], lora.go),
 	// and the backward's scratch for dL/d(x·Aᵀ).
 	lora   bool // the last Forward applied adapters
@@ -133,11 +152,25 @@ type sizedBuf struct {
 // is too small for the batch, the whole slab is replaced by one sized for
 // it with 25% headroom per buffer; contents are not preserved.
 func (w *trainWorkspace) ensure(m *Model, n, sel, nseq int, lo *LoRA) {
-	d, qd, _, qkv, f, v := m.dims()
+	d, qd, kvd, qkv, f, v := m.dims()
 	L, h := m.cfg.Layers, m.cfg.Heads
 	w.xs = layerBufs(w.xs, L+1)
 	for _, s := range []*[][]float32{&w.xmid, &w.xn1, &w.xn2, &w.rstd1, &w.rstd2, &w.qkv, &w.att, &w.lse, &w.gu, &w.act} {
 		*s = layerBufs(*s, L)
+	}
+	c := m.cfg
+	qkNorm, sandwich := 0, 0 // 1 with the feature, to size its buffers
+	if c.QKNorm {
+		qkNorm = 1
+		for _, s := range []*[][]float32{&w.qraw, &w.kraw, &w.qrstd, &w.krstd} {
+			*s = layerBufs(*s, L)
+		}
+	}
+	if c.SandwichNorm {
+		sandwich = 1
+		for _, s := range []*[][]float32{&w.ao, &w.mo, &w.rstdAO, &w.rstdMO} {
+			*s = layerBufs(*s, L)
+		}
 	}
 	bufs := w.bufs[:0]
 	add := func(p *[]float32, size int) { bufs = append(bufs, sizedBuf{p, size}) }
@@ -155,6 +188,18 @@ func (w *trainWorkspace) ensure(m *Model, n, sel, nseq int, lo *LoRA) {
 		add(&w.lse[l], n*h)
 		add(&w.gu[l], n*2*f)
 		add(&w.act[l], n*f)
+		if c.QKNorm {
+			add(&w.qraw[l], n*qd)
+			add(&w.kraw[l], n*kvd)
+			add(&w.qrstd[l], n*h)
+			add(&w.krstd[l], n*c.KVHeads)
+		}
+		if c.SandwichNorm {
+			add(&w.ao[l], n*d)
+			add(&w.mo[l], n*d)
+			add(&w.rstdAO[l], n)
+			add(&w.rstdMO[l], n)
+		}
 	}
 	add(&w.xf, n*d)
 	add(&w.rstdF, n)
@@ -173,6 +218,9 @@ func (w *trainWorkspace) ensure(m *Model, n, sel, nseq int, lo *LoRA) {
 	add(&w.datt, n*qd)
 	add(&w.dgu, n*2*f)
 	add(&w.dact, n*f)
+	add(&w.dqk, qkNorm*n*(qd+kvd))
+	add(&w.dqkx, qkNorm*n*(qd+kvd))
+	add(&w.dpost, sandwich*n*d)
 	add(&w.dhsel, sel*d)
 	if lo != nil {
 		if len(w.loraU) != L {
@@ -245,12 +293,19 @@ func (b *Batch) prefixOf(i int) int {
 // heap counts up to 2·hugemem.PageBytes more, of which at most one huge
 // page is ever touched.
 func (m *Model) WorkspaceBytes(tokens, selected int) int64 {
-	d, qd, _, qkv, f, v := m.dims()
+	d, qd, kvd, qkv, f, v := m.dims()
 	L, h := m.cfg.Layers, m.cfg.Heads
 	perLayer := 4*d + 2 + qkv + qd + h + 2*f + f // xs, xmid, xn1, xn2, rstd1/2, qkv, att, lse, gu, act
 	perToken := L*perLayer + d + d + 1 + 3 + 2   // xs[L], xf, rstdF, outputs, tok/pos
 	perToken += 2*d + qkv + qd + 2*f + f         // backward dx, dtmp, dqkv, datt, dgu, dact
 	perSel := 2*d + v + 8                        // hsel, dhsel, logits, per-position scalars
+	if m.cfg.QKNorm {
+		// qraw, kraw, qrstd, krstd per layer; the backward's dqk, dqkx.
+		perToken += L*(qd+kvd+h+m.cfg.KVHeads) + 2*(qd+kvd)
+	}
+	if m.cfg.SandwichNorm {
+		perToken += L*(2*d+2) + d // ao, mo, rstdAO, rstdMO per layer; the backward's dpost
+	}
 	if lo := m.lora; lo != nil {
 		for g := range numGroups {
 			perToken += L * lo.groupWidth(g) // x·Aᵀ of every layer and group
@@ -398,40 +453,71 @@ func (m *Model) forward(ctx context.Context, b Batch, lo *LoRA) (*Outputs, error
 	x := w.xs[0]
 	for r := 0; r < n; r++ {
 		copy(x[r*d:(r+1)*d], m.p.embed[int(w.tok[r])*d:])
+		if c.EmbedScale != 0 {
+			simd.Scale(c.EmbedScale, x[r*d:(r+1)*d])
+		}
 	}
+	w.nlayers, w.nfinal = m.normWeights(m.p.layers, &w.nlayers, &w.nbuf)
 	for l := range c.Layers {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p := &m.p.layers[l]
+		p, nw := &m.p.layers[l], &w.nlayers[l]
 		x := w.xs[l]
-		// Attention: x → RMSNorm → QKV (+bias) → RoPE(Q,K) → causal attention → ·Wo, residual.
-		kern.RMSNorm(w.xn1[l], w.rstd1[l], x, p.attnNorm, n, d, c.NormEps)
+		cos, sin := m.rope(l)
+		// Attention: x → RMSNorm → QKV (+bias) → [q/k norms] → RoPE(Q,K) → causal attention → ·Wo
+		// → [RMSNorm] → residual.
+		kern.RMSNorm(w.xn1[l], w.rstd1[l], x, nw.attnNorm, n, d, c.NormEps)
 		linear(kern, w.qkv[l], w.xn1[l], p.wqkv, p.bqkv, n, d, qkvd, false)
 		if lo != nil {
 			lo.forward(kern, l, groupQKV, w.qkv[l], w.xn1[l], w.loraU[l][groupQKV], n)
 		}
-		kern.RoPE(w.qkv[l], n, qkvd, 0, c.Heads+c.KVHeads, c.HeadDim(), w.pos, m.ropeCos, m.ropeSin, false)
-		kern.Attention(w.att[l], qd, w.lse[l], w.qkv[l], qkvd, w.seg, c.Heads, c.KVHeads, c.HeadDim())
-		copy(w.xmid[l][:n*d], x)
-		linear(kern, w.xmid[l], w.att[l], p.wo, nil, n, qd, d, true)
-		if lo != nil {
-			lo.forward(kern, l, groupO, w.xmid[l], w.att[l], w.loraU[l][groupO], n)
+		if c.QKNorm {
+			m.qkNormForward(l, nw, n)
 		}
-		// MLP: RMSNorm → [gate|up] → silu(gate)·up → ·Wdown, residual.
-		kern.RMSNorm(w.xn2[l], w.rstd2[l], w.xmid[l], p.mlpNorm, n, d, c.NormEps)
+		kern.RoPE(w.qkv[l], n, qkvd, 0, c.Heads+c.KVHeads, c.HeadDim(), w.pos, cos, sin, false)
+		kern.Attention(w.att[l], qd, w.lse[l], w.qkv[l], qkvd, w.seg, m.attnSpec(l))
+		if c.SandwichNorm {
+			linear(kern, w.ao[l], w.att[l], p.wo, nil, n, qd, d, false)
+			if lo != nil {
+				lo.forward(kern, l, groupO, w.ao[l], w.att[l], w.loraU[l][groupO], n)
+			}
+			kern.RMSNorm(w.xmid[l], w.rstdAO[l], w.ao[l], nw.attnPost, n, d, c.NormEps)
+			addRows(w.xmid[l], x, n, d)
+		} else {
+			copy(w.xmid[l][:n*d], x)
+			linear(kern, w.xmid[l], w.att[l], p.wo, nil, n, qd, d, true)
+			if lo != nil {
+				lo.forward(kern, l, groupO, w.xmid[l], w.att[l], w.loraU[l][groupO], n)
+			}
+		}
+		// MLP: RMSNorm → [gate|up] → act(gate)·up → ·Wdown → [RMSNorm] → residual.
+		kern.RMSNorm(w.xn2[l], w.rstd2[l], w.xmid[l], nw.mlpNorm, n, d, c.NormEps)
 		linear(kern, w.gu[l], w.xn2[l], p.wgu, nil, n, d, 2*f, false)
 		if lo != nil {
 			lo.forward(kern, l, groupGU, w.gu[l], w.xn2[l], w.loraU[l][groupGU], n)
 		}
-		kern.SwiGLU(w.act[l], w.gu[l], n, f)
-		copy(w.xs[l+1][:n*d], w.xmid[l])
-		linear(kern, w.xs[l+1], w.act[l], p.wdown, nil, n, f, d, true)
-		if lo != nil {
-			lo.forward(kern, l, groupDown, w.xs[l+1], w.act[l], w.loraU[l][groupDown], n)
+		if c.gelu() {
+			kern.GeGLU(w.act[l], w.gu[l], n, f)
+		} else {
+			kern.SwiGLU(w.act[l], w.gu[l], n, f)
+		}
+		if c.SandwichNorm {
+			linear(kern, w.mo[l], w.act[l], p.wdown, nil, n, f, d, false)
+			if lo != nil {
+				lo.forward(kern, l, groupDown, w.mo[l], w.act[l], w.loraU[l][groupDown], n)
+			}
+			kern.RMSNorm(w.xs[l+1], w.rstdMO[l], w.mo[l], nw.mlpPost, n, d, c.NormEps)
+			addRows(w.xs[l+1], w.xmid[l], n, d)
+		} else {
+			copy(w.xs[l+1][:n*d], w.xmid[l])
+			linear(kern, w.xs[l+1], w.act[l], p.wdown, nil, n, f, d, true)
+			if lo != nil {
+				lo.forward(kern, l, groupDown, w.xs[l+1], w.act[l], w.loraU[l][groupDown], n)
+			}
 		}
 	}
-	kern.RMSNorm(w.xf, w.rstdF, w.xs[c.Layers], m.p.finalNorm, n, d, c.NormEps)
+	kern.RMSNorm(w.xf, w.rstdF, w.xs[c.Layers], w.nfinal, n, d, c.NormEps)
 
 	// Head, only at the selected positions.
 	for i := 0; i < sel; i++ {
@@ -469,4 +555,90 @@ func (m *Model) forward(ctx context.Context, b Batch, lo *LoRA) (*Outputs, error
 		out.Value = w.hdrVal
 	}
 	return out, nil
+}
+
+// attnSpec returns the attention of layer l.
+func (m *Model) attnSpec(l int) AttnSpec {
+	c := m.cfg
+	return AttnSpec{Heads: c.Heads, KVHeads: c.KVHeads, HeadDim: c.HeadDim(), Scale: c.attnScale(), Window: c.window(l)}
+}
+
+// qkNormForward applies layer l's query and key norms (scales nw.qNorm,
+// nw.kNorm) to the n rows of the workspace's QKV projection in place,
+// keeping their inputs and rstd for the backward. Each head is a row of
+// the norm: the heads are gathered into contiguous rows, normed, and
+// scattered back.
+func (m *Model) qkNormForward(l int, nw *layer, n int) {
+	w := &m.ws
+	c := m.cfg
+	_, qd, kvd, qkvd, _, _ := m.dims()
+	hd := c.HeadDim()
+	qkv := w.qkv[l]
+	gatherCols(w.qraw[l], qkv, n, qkvd, 0, qd)
+	gatherCols(w.kraw[l], qkv, n, qkvd, qd, kvd)
+	tmp := w.dqk[:n*(qd+kvd)] // backward scratch, free during the forward
+	m.kern.RMSNorm(tmp[:n*qd], w.qrstd[l], w.qraw[l], nw.qNorm, n*c.Heads, hd, c.NormEps)
+	m.kern.RMSNorm(tmp[n*qd:], w.krstd[l], w.kraw[l], nw.kNorm, n*c.KVHeads, hd, c.NormEps)
+	scatterCols(qkv, tmp[:n*qd], n, qkvd, 0, qd)
+	scatterCols(qkv, tmp[n*qd:], n, qkvd, qd, kvd)
+}
+
+// gatherCols copies columns [col0, col0+width) of the n rows of x (row
+// stride ld) into the contiguous dst [n, width].
+func gatherCols(dst, x []float32, n, ld, col0, width int) {
+	for r := 0; r < n; r++ {
+		copy(dst[r*width:(r+1)*width], x[r*ld+col0:])
+	}
+}
+
+// scatterCols is the inverse of gatherCols.
+func scatterCols(x, src []float32, n, ld, col0, width int) {
+	for r := 0; r < n; r++ {
+		copy(x[r*ld+col0:r*ld+col0+width], src[r*width:])
+	}
+}
+
+// addRows adds x into y, both [n, d].
+func addRows(y, x []float32, n, d int) {
+	parallelRows(n, d, func(lo, hi int) {
+		simd.Add(y[lo*d:hi*d], x[lo*d:hi*d])
+	})
+}
+
+// normWeights returns src, a model's layer weights, as its RMSNorms scale
+// by them, and the final norm's scale: src and the final norm's weights
+// themselves, or with NormPlusOne copies (into *dst and *buf, grown as
+// needed) whose norm weights are 1+w, computed in float32 as Gemma's
+// RMSNorm computes 1.0 + weight.float().
+func (m *Model) normWeights(src []layer, dst *[]layer, buf *[]float32) ([]layer, []float32) {
+	if !m.cfg.NormPlusOne {
+		return src, m.p.finalNorm
+	}
+	size := len(m.p.finalNorm)
+	for _, p := range src {
+		size += len(p.attnNorm) + len(p.qNorm) + len(p.kNorm) + len(p.attnPost) + len(p.mlpNorm) + len(p.mlpPost)
+	}
+	*buf = grow(*buf, size)
+	b := *buf
+	plus := func(w []float32) []float32 {
+		if w == nil {
+			return nil
+		}
+		out := b[:len(w):len(w)]
+		b = b[len(w):]
+		for i, x := range w {
+			out[i] = 1 + x
+		}
+		return out
+	}
+	if cap(*dst) < len(src) {
+		*dst = make([]layer, len(src))
+	}
+	out := (*dst)[:len(src)]
+	for l, p := range src {
+		p.attnNorm, p.qNorm, p.kNorm = plus(p.attnNorm), plus(p.qNorm), plus(p.kNorm)
+		p.attnPost, p.mlpNorm, p.mlpPost = plus(p.attnPost), plus(p.mlpNorm), plus(p.mlpPost)
+		out[l] = p
+	}
+	return out, plus(m.p.finalNorm)
 }

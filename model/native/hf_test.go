@@ -128,7 +128,7 @@ func TestHFErrors(t *testing.T) {
 		{"model type", editConfig("model_type", "gpt2"), "model_type"},
 		{"architecture", editConfig("architectures", []string{"Qwen2ForSequenceClassification"}), `architecture "Qwen2ForSequenceClassification"`},
 		{"rope scaling", editConfig("rope_scaling", map[string]any{"type": "yarn"}), "rope_scaling"},
-		{"rope scaling in rope_parameters", editConfig("rope_parameters", map[string]any{"rope_type": "llama3", "rope_theta": 5e5, "factor": 8}), "rope_parameters"},
+		{"rope scaling in rope_parameters", editConfig("rope_parameters", map[string]any{"rope_type": "yarn", "rope_theta": 5e5, "factor": 8}), "rope_parameters"},
 		{"partial rotary factor", editConfig("rope_parameters", map[string]any{"rope_type": "default", "partial_rotary_factor": 0.5}), `"partial_rotary_factor"`},
 		{"activation", editConfig("hidden_act", "gelu"), "hidden_act"},
 		{"shape", editConfig("intermediate_size", 40), "shape"},

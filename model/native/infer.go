@@ -88,8 +88,11 @@ type packedWeights struct {
 	// lw are the layers' weights as inference computes with them: the
 	// model's own, or, with adapters and other kernels than the CPU's,
 	// copies with the adapters merged (the packings hold merged weights
-	// themselves).
-	lw []layer
+	// themselves); with NormPlusOne, their norms' weights are the 1+w the
+	// norms scale by (normWeights), as is finalNorm.
+	lw        []layer
+	finalNorm []float32
+	normBuf   []float32
 }
 
 type packedLayer struct {
@@ -111,20 +114,22 @@ func (m *Model) packedFor(sig uint64, fast bool) *packedWeights {
 	d, _, _, _, _, v := m.dims()
 	w := &packedWeights{sig: sig, fast: fast, lw: m.p.layers}
 	lo := m.lora
-	if !fast {
-		if lo != nil {
-			w.lw = make([]layer, m.cfg.Layers)
-			for l := range w.lw {
-				w.lw[l] = m.p.layers[l]
-				for g := 0; g < numGroups; g++ {
-					if len(lo.layers[l].groups[g].blocks) > 0 {
-						merged := slices.Clone(m.baseMatrix(l, g))
-						lo.mergeInto(m.kern, merged, l, g)
-						w.lw[l].setMatrix(g, merged)
-					}
+	if !fast && lo != nil {
+		w.lw = make([]layer, m.cfg.Layers)
+		for l := range w.lw {
+			w.lw[l] = m.p.layers[l]
+			for g := 0; g < numGroups; g++ {
+				if len(lo.layers[l].groups[g].blocks) > 0 {
+					merged := slices.Clone(m.baseMatrix(l, g))
+					lo.mergeInto(m.kern, merged, l, g)
+					w.lw[l].setMatrix(g, merged)
 				}
 			}
 		}
+	}
+	var nl []layer // a new slice: w.lw may be the model's own
+	w.lw, w.finalNorm = m.normWeights(w.lw, &nl, &w.normBuf)
+	if !fast {
 		m.infer.cur.Store(w)
 		return w
 	}
@@ -196,6 +201,7 @@ type inferState struct {
 	nw   int  // goroutines (the size of ws)
 
 	x, xn, qkv, att, gu, act []float32 // per row of the step
+	ao                       []float32 // per row, with SandwichNorm: a projection's output before its norm
 	pos                      []int32
 	caches                   []*kvCache
 	toks                     []int32
@@ -301,6 +307,9 @@ func (s *inferState) forward(caches []*kvCache, toks []int32, sel []int, consume
 		}
 		s.pos[r] = int32(caches[r].length() + off)
 		copy(s.x[r*d:(r+1)*d], m.p.embed[int(toks[r])*d:])
+		if m.cfg.EmbedScale != 0 {
+			simd.Scale(m.cfg.EmbedScale, s.x[r*d:(r+1)*d])
+		}
 	}
 	// The caches hold the new positions once the step is done; consume
 	// may already take views of them (attention reads s.pos, not n).
@@ -335,6 +344,9 @@ func (s *inferState) reserve(n int) {
 	d, qd, _, qkvd, f, _ := s.m.dims()
 	s.x = grow(s.x, n*d)
 	s.xn = grow(s.xn, n*d)
+	if s.m.cfg.SandwichNorm {
+		s.ao = grow(s.ao, n*d)
+	}
 	s.qkv = grow(s.qkv, n*qkvd)
 	s.att = grow(s.att, n*qd)
 	s.gu = grow(s.gu, n*2*f)
@@ -501,12 +513,18 @@ func (s *inferState) headsIn(l, lo, hi, g0, g1 int) {
 	hd := c.HeadDim()
 	half := hd / 2
 	group := c.Heads / c.KVHeads
-	scale := float32(1 / math.Sqrt(float64(hd)))
+	scale := c.attnScale()
+	p := &s.w.lw[l]
+	ropeCos, ropeSin := m.rope(l)
 	for r := lo; r < hi; r++ {
 		row := s.qkv[r*qkvd : (r+1)*qkvd]
 		ps := int(s.pos[r])
-		cos, sin := m.ropeCos[ps*half:(ps+1)*half], m.ropeSin[ps*half:(ps+1)*half]
+		cos, sin := ropeCos[ps*half:(ps+1)*half], ropeSin[ps*half:(ps+1)*half]
 		q := row[g0*group*hd : g1*group*hd]
+		if c.QKNorm {
+			headNorms(q, p.qNorm, c.NormEps)
+			headNorms(row[qd+g0*hd:qd+g1*hd], p.kNorm, c.NormEps)
+		}
 		simd.RoPE(q, cos, sin)
 		simd.Scale(scale, q)
 		simd.RoPE(row[qd+g0*hd:qd+g1*hd], cos, sin)
@@ -537,23 +555,66 @@ func (s *inferState) attnOut(l, lo, hi int) {
 		po, pgu, pdown = &pl.o, &pl.gu, &pl.down
 	}
 	n := hi - lo
-	s.gemmW(s.x[lo*d:], s.att[lo*qd:], n, qd, d, p.wo, po, true)
+	if c.SandwichNorm {
+		// The projection's output is normed before it joins the
+		// residual: s.ao holds it, s.xn the normed rows.
+		s.gemmW(s.ao[lo*d:], s.att[lo*qd:], n, qd, d, p.wo, po, false)
+		s.postNorm(s.xn, s.ao, p.attnPost, lo, hi, 0, d)
+	} else {
+		s.gemmW(s.x[lo*d:], s.att[lo*qd:], n, qd, d, p.wo, po, true)
+	}
 	for r := lo; r < hi; r++ {
 		simd.RMSNorm(s.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], p.mlpNorm, c.NormEps)
 	}
 	s.gemmW(s.gu[lo*2*f:], s.xn[lo*d:], n, d, 2*f, p.wgu, pgu, false)
 	for r := lo; r < hi; r++ {
 		g := s.gu[r*2*f : (r+1)*2*f]
-		simd.SwiGLU(s.act[r*f:(r+1)*f], g[:f], g[f:])
+		s.gate(s.act[r*f:(r+1)*f], g[:f], g[f:])
 	}
-	s.gemmW(s.x[lo*d:], s.act[lo*f:], n, f, d, p.wdown, pdown, true)
+	if c.SandwichNorm {
+		s.gemmW(s.ao[lo*d:], s.act[lo*f:], n, f, d, p.wdown, pdown, false)
+		s.postNorm(s.xn, s.ao, p.mlpPost, lo, hi, 0, d)
+	} else {
+		s.gemmW(s.x[lo*d:], s.act[lo*f:], n, f, d, p.wdown, pdown, true)
+	}
+}
+
+// gate computes the MLP's activation of one row: SwiGLU or GeGLU.
+func (s *inferState) gate(out, g, u []float32) {
+	if s.m.cfg.gelu() {
+		gegluRow(out, g, u)
+	} else {
+		simd.SwiGLU(out, g, u)
+	}
+}
+
+// postNorm norms rows [lo, hi) of y (a projection's output, [n, D]) into
+// the same rows of the scratch buf with the weights w, and adds columns
+// [c0, c1) of them into the residual stream s.x: the sandwich norm of
+// Gemma.
+func (s *inferState) postNorm(buf, y, w []float32, lo, hi, c0, c1 int) {
+	d := s.m.cfg.DModel
+	for r := lo; r < hi; r++ {
+		z := buf[r*d : (r+1)*d]
+		simd.RMSNorm(z, y[r*d:(r+1)*d], w, s.m.cfg.NormEps)
+		simd.Add(s.x[r*d+c0:r*d+c1], z[c0:c1])
+	}
 }
 
 // final writes the final-normed hidden states of rows [lo, hi) into xn.
 func (s *inferState) final(lo, hi int) {
 	d := s.m.cfg.DModel
 	for r := lo; r < hi; r++ {
-		simd.RMSNorm(s.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], s.m.p.finalNorm, s.m.cfg.NormEps)
+		simd.RMSNorm(s.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], s.w.finalNorm, s.m.cfg.NormEps)
+	}
+}
+
+// headNorms applies an RMSNorm with weights w over each head (len(w)
+// values) of x in place: the query and key norms of Qwen3 and Gemma 3.
+func headNorms(x, w []float32, eps float32) {
+	hd := len(w)
+	for h := 0; h+hd <= len(x); h += hd {
+		simd.RMSNorm(x[h:h+hd], x[h:h+hd], w, eps)
 	}
 }
 
@@ -693,8 +754,10 @@ func (s *inferState) attendHeads(ws *inferWorker, l, r, g0, g1 int) {
 		cc, cnt := kc.spanAt(i, ownLast)
 		simd.AttnScores(h, cnt, hd, q, hd, cc.k[l][g0*hd*cc.cap:], cc.cap, hd*cc.cap, sc[cc.start:], lds)
 	}
+	from := s.from(l, last)
 	for k := 0; k < h; k++ {
-		simd.Softmax(sc[k*lds : k*lds+last])
+		simd.Softmax(sc[k*lds+from : k*lds+last])
+		clear(sc[k*lds : k*lds+from])
 	}
 	o := s.att[r*qd+g0*hd : r*qd+g1*hd]
 	clear(o)
@@ -724,7 +787,9 @@ func (s *inferState) attendRows(sc []float32, lds, l int, kc *kvCache, lo, hi, g
 		return int(s.pos[lo+r]) + 1
 	}
 	for r := 0; r < nrows; r++ {
-		simd.Softmax(sc[r*lds : r*lds+seen(r)])
+		from := s.from(l, seen(r))
+		simd.Softmax(sc[r*lds+from : r*lds+seen(r)])
+		clear(sc[r*lds : r*lds+from])
 		clear(o[r*ldo : r*ldo+hd])
 	}
 	for i := 0; i < spans-1; i++ {
@@ -742,4 +807,14 @@ func (s *inferState) attendRows(sc []float32, lds, l int, kc *kvCache, lo, hi, g
 			done = upto
 		}
 	}
+}
+
+// from returns the first of the positions 0..seen-1 that a query of
+// layer l attends to: 0, or the start of its sliding window. The scores
+// before it are zeroed, so that they add nothing to the outputs.
+func (s *inferState) from(l, seen int) int {
+	if w := s.m.cfg.window(l); w > 0 && seen > w {
+		return seen - w
+	}
+	return 0
 }

@@ -13,7 +13,11 @@ import (
 
 // inferConfigs cover the attention paths: grouped-query attention, plain
 // multi-head attention (whose decoding attends all heads at once), and
-// head dimensions that are not a multiple of a vector.
+// head dimensions that are not a multiple of a vector; and the
+// architectures (archConfigs): Qwen3's query/key norms with a head wider
+// than d_model/heads, Llama 3.1's RoPE scaling, and Gemma 3's layout with
+// sliding windows shorter than the sequences, in multi-head and
+// multi-query attention.
 func inferConfigs() map[string]Config {
 	gqa := sampleConfig()
 	gqa.MaxSeq = 160
@@ -22,7 +26,12 @@ func inferConfigs() map[string]Config {
 	mha.QKVBias = false
 	odd := Config{Vocab: 29, DModel: 24, Layers: 2, Heads: 4, KVHeads: 4, DFF: 40, MaxSeq: 160, TieEmbeddings: false}
 	wide := Config{Vocab: 31, DModel: 80, Layers: 1, Heads: 2, KVHeads: 1, DFF: 48, MaxSeq: 160, QKVBias: true}
-	return map[string]Config{"gqa": gqa, "mha": mha, "hd6": odd, "hd40": wide}
+	cfgs := map[string]Config{"gqa": gqa, "mha": mha, "hd6": odd, "hd40": wide}
+	for name, c := range archConfigs() {
+		c.MaxSeq = 160
+		cfgs[name] = c
+	}
+	return cfgs
 }
 
 // simdLevels returns the levels this machine runs.

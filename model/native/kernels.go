@@ -40,17 +40,23 @@ type Kernels interface {
 	SwiGLU(out, gu []float32, rows, dff int)
 	// SwiGLUBackward writes dL/d(gu) into dgu given dout = dL/d(out).
 	SwiGLUBackward(dgu, dout, gu []float32, rows, dff int)
+	// GeGLU computes out[r,j] = gelu(gu[r,j])·gu[r,dff+j] with GELU's tanh
+	// approximation (PyTorch's gelu(approximate="tanh")), laid out as
+	// SwiGLU's.
+	GeGLU(out, gu []float32, rows, dff int)
+	// GeGLUBackward writes dL/d(gu) into dgu given dout = dL/d(out).
+	GeGLUBackward(dgu, dout, gu []float32, rows, dff int)
 
-	// Attention computes causal softmax(QKᵀ/√headDim)V for packed
-	// sequences laid out by seg (see Segments). Rows of qkv (row stride
-	// ldqkv) are [Q heads | K heads | V heads]; query head h uses key/value
-	// head h/(heads/kvHeads) (GQA). It writes out (row stride ldo,
-	// heads·headDim columns) and the per-row, per-head log-sum-exp of the
-	// scaled scores into lse[row·heads+h].
-	Attention(out []float32, ldo int, lse, qkv []float32, ldqkv int, seg Segments, heads, kvHeads, headDim int)
+	// Attention computes causal softmax(scale·QKᵀ)V for packed sequences
+	// laid out by seg (see Segments), with the shape, scale and window of
+	// a. Rows of qkv (row stride ldqkv) are [Q heads | K heads | V heads];
+	// query head h uses key/value head h/(heads/kvHeads) (GQA). It writes
+	// out (row stride ldo, heads·headDim columns) and the per-row,
+	// per-head log-sum-exp of the scaled scores into lse[row·heads+h].
+	Attention(out []float32, ldo int, lse, qkv []float32, ldqkv int, seg Segments, a AttnSpec)
 	// AttentionBackward writes dL/d(qkv) into dqkv (same layout as qkv)
 	// given dout = dL/d(out), recomputing the probabilities from lse.
-	AttentionBackward(dqkv, dout []float32, ldo int, qkv []float32, ldqkv int, lse []float32, seg Segments, heads, kvHeads, headDim int)
+	AttentionBackward(dqkv, dout []float32, ldo int, qkv []float32, ldqkv int, lse []float32, seg Segments, a AttnSpec)
 
 	// LogSoftmax writes log softmax of each row of x (rows×n) into out.
 	LogSoftmax(out, x []float32, rows, n int)
@@ -171,6 +177,64 @@ func (*CPU) SwiGLUBackward(dgu, dout, gu []float32, rows, dff int) {
 			simd.SwiGLUBackward(drow[:dff], drow[dff:], dout[r*dff:(r+1)*dff], row[:dff], row[dff:])
 		}
 	})
+}
+
+// GeGLU implements Kernels. GELU's tanh approximation is computed as
+// x·σ(2u), u = √(2/π)·(x + 0.044715·x³), which equals 0.5·x·(1 + tanh u).
+func (*CPU) GeGLU(out, gu []float32, rows, dff int) {
+	parallelRows(rows, dff, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := gu[r*2*dff : (r+1)*2*dff]
+			gegluRow(out[r*dff:(r+1)*dff], row[:dff], row[dff:])
+		}
+	})
+}
+
+// GeGLUBackward implements Kernels. With s = σ(2u):
+// d/dg[g·s] = s + g·s·(1-s)·2u'(g), u'(g) = √(2/π)·(1 + 3·0.044715·g²).
+func (*CPU) GeGLUBackward(dgu, dout, gu []float32, rows, dff int) {
+	parallelRows(rows, dff, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row, drow := gu[r*2*dff:(r+1)*2*dff], dgu[r*2*dff:(r+1)*2*dff]
+			gegluBackwardRow(drow[:dff], drow[dff:], dout[r*dff:(r+1)*dff], row[:dff], row[dff:])
+		}
+	})
+}
+
+// GELU's tanh approximation: gelu(x) = 0.5·x·(1 + tanh(geluC·(x + geluA·x³))).
+const (
+	geluC = 0.7978845608028654 // √(2/π)
+	geluA = 0.044715
+)
+
+// gegluRow writes out[j] = gelu(g[j])·u[j], using out for σ(2u) first.
+func gegluRow(out, g, u []float32) {
+	g, u = g[:len(out)], u[:len(out)]
+	for j, x := range g {
+		out[j] = float32(2*geluC) * (x + float32(geluA)*x*x*x)
+	}
+	simd.Sigmoid(out, out)
+	for j, x := range g {
+		out[j] = x * out[j] * u[j]
+	}
+}
+
+// gegluBackwardRow writes dg and du, the gradients of gegluRow's output
+// with respect to g and u given dout; du serves as scratch for σ(2u)
+// first.
+func gegluBackwardRow(dg, du, dout, g, u []float32) {
+	n := len(dg)
+	du, dout, g, u = du[:n], dout[:n], g[:n], u[:n]
+	for j, x := range g {
+		du[j] = float32(2*geluC) * (x + float32(geluA)*x*x*x)
+	}
+	simd.Sigmoid(du, du)
+	for j, x := range g {
+		s, d := du[j], dout[j]
+		ds := s + x*s*(1-s)*float32(2*geluC)*(1+float32(3*geluA)*x*x)
+		dg[j] = d * u[j] * ds
+		du[j] = d * x * s
+	}
 }
 
 // LogSoftmax implements Kernels.

@@ -39,13 +39,21 @@ func (tk timedKernels) SwiGLUBackward(dgu, dout, gu []float32, rows, dff int) {
 	defer tk.add("SwiGLUBackward", time.Now())
 	tk.CPU.SwiGLUBackward(dgu, dout, gu, rows, dff)
 }
-func (tk timedKernels) Attention(out []float32, ldo int, lse, qkv []float32, ldqkv int, seg Segments, heads, kvHeads, headDim int) {
-	defer tk.add("Attention", time.Now())
-	tk.CPU.Attention(out, ldo, lse, qkv, ldqkv, seg, heads, kvHeads, headDim)
+func (tk timedKernels) GeGLU(out, gu []float32, rows, dff int) {
+	defer tk.add("GeGLU", time.Now())
+	tk.CPU.GeGLU(out, gu, rows, dff)
 }
-func (tk timedKernels) AttentionBackward(dqkv, dout []float32, ldo int, qkv []float32, ldqkv int, lse []float32, seg Segments, heads, kvHeads, headDim int) {
+func (tk timedKernels) GeGLUBackward(dgu, dout, gu []float32, rows, dff int) {
+	defer tk.add("GeGLUBackward", time.Now())
+	tk.CPU.GeGLUBackward(dgu, dout, gu, rows, dff)
+}
+func (tk timedKernels) Attention(out []float32, ldo int, lse, qkv []float32, ldqkv int, seg Segments, a AttnSpec) {
+	defer tk.add("Attention", time.Now())
+	tk.CPU.Attention(out, ldo, lse, qkv, ldqkv, seg, a)
+}
+func (tk timedKernels) AttentionBackward(dqkv, dout []float32, ldo int, qkv []float32, ldqkv int, lse []float32, seg Segments, a AttnSpec) {
 	defer tk.add("AttentionBackward", time.Now())
-	tk.CPU.AttentionBackward(dqkv, dout, ldo, qkv, ldqkv, lse, seg, heads, kvHeads, headDim)
+	tk.CPU.AttentionBackward(dqkv, dout, ldo, qkv, ldqkv, lse, seg, a)
 }
 func (tk timedKernels) TokenLogProbs(logits []float32, rows, vocab int, targets []int32, logp, entropy, lse []float32) {
 	defer tk.add("TokenLogProbs", time.Now())

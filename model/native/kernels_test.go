@@ -7,13 +7,18 @@ import (
 )
 
 // naiveAttention is a float64 reference for packed causal GQA attention
-// with shared prefixes, and its backward.
-func naiveAttention(qkv, dout []float32, seg Segments, heads, kvHeads, hd int) (out, dqkv []float64) {
+// with shared prefixes, a score scale and a sliding window, and its
+// backward.
+func naiveAttention(qkv, dout []float32, seg Segments, spec AttnSpec) (out, dqkv []float64) {
+	heads, kvHeads, hd := spec.Heads, spec.KVHeads, spec.HeadDim
 	ld := (heads + 2*kvHeads) * hd
 	n := seg.Start[len(seg.Start)-1]
 	out = make([]float64, n*heads*hd)
 	dqkv = make([]float64, n*ld)
 	scale := 1 / math.Sqrt(float64(hd))
+	if spec.Scale != 0 {
+		scale = float64(spec.Scale)
+	}
 	at := func(r, c int) float64 { return float64(qkv[r*ld+c]) }
 	for s := 0; s < seg.count(); s++ {
 		a, e := seg.Start[s], seg.Start[s+1]
@@ -29,6 +34,9 @@ func naiveAttention(qkv, dout []float32, seg Segments, heads, kvHeads, hd int) (
 				}
 				for j := a; j <= i; j++ {
 					keys = append(keys, j)
+				}
+				if w := spec.Window; w > 0 && len(keys) > w {
+					keys = keys[len(keys)-w:] // the keys are in position order
 				}
 				p := make([]float64, len(keys))
 				mx := math.Inf(-1)
@@ -73,13 +81,26 @@ func naiveAttention(qkv, dout []float32, seg Segments, heads, kvHeads, hd int) (
 }
 
 // TestAttentionMatchesNaive covers segments shorter and longer than one
-// attention block, GQA, and shared prefixes.
+// attention block, GQA, shared prefixes, and a score scale and sliding
+// windows (Gemma's) shorter than a block, than a prefix, and longer than
+// a block.
 func TestAttentionMatchesNaive(t *testing.T) {
 	const heads, kvHeads, hd = 4, 2, 8
-	for _, seg := range []Segments{
-		{Start: []int{0, 1, 71, 221}},
-		{Start: []int{0, 40, 41, 111, 261, 266, 336}, Prefix: []int{-1, -1, 0, 0, -1, 4}},
+	type tc struct {
+		seg    Segments
+		scale  float32
+		window int
+	}
+	prefixed := Segments{Start: []int{0, 40, 41, 111, 261, 266, 336}, Prefix: []int{-1, -1, 0, 0, -1, 4}}
+	for _, c := range []tc{
+		{Segments{Start: []int{0, 1, 71, 221}}, 0, 0},
+		{prefixed, 0, 0},
+		{prefixed, 0.3, 7},
+		{prefixed, 0, 55},
+		{Segments{Start: []int{0, 1, 71, 221}}, 0.2, 100},
 	} {
+		seg := c.seg
+		spec := AttnSpec{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: c.scale, Window: c.window}
 		n := seg.Start[len(seg.Start)-1]
 		ld := (heads + 2*kvHeads) * hd
 		rng := rand.New(rand.NewPCG(1, 1))
@@ -94,21 +115,21 @@ func TestAttentionMatchesNaive(t *testing.T) {
 		k := &CPU{}
 		out := make([]float32, n*heads*hd)
 		lse := make([]float32, n*heads)
-		k.Attention(out, heads*hd, lse, qkv, ld, seg, heads, kvHeads, hd)
+		k.Attention(out, heads*hd, lse, qkv, ld, seg, spec)
 		dqkv := make([]float32, n*ld)
 		for i := range dqkv {
 			dqkv[i] = 123 // must be overwritten
 		}
-		k.AttentionBackward(dqkv, dout, heads*hd, qkv, ld, lse, seg, heads, kvHeads, hd)
-		wantOut, wantD := naiveAttention(qkv, dout, seg, heads, kvHeads, hd)
+		k.AttentionBackward(dqkv, dout, heads*hd, qkv, ld, lse, seg, spec)
+		wantOut, wantD := naiveAttention(qkv, dout, seg, spec)
 		for i := range out {
 			if math.Abs(float64(out[i])-wantOut[i]) > 1e-4 {
-				t.Fatalf("%v: out[%d] = %g, want %g", seg, i, out[i], wantOut[i])
+				t.Fatalf("%v %+v: out[%d] = %g, want %g", seg, spec, i, out[i], wantOut[i])
 			}
 		}
 		for i := range dqkv {
 			if math.Abs(float64(dqkv[i])-wantD[i]) > 1e-3 {
-				t.Fatalf("%v: dqkv[%d] (row %d col %d) = %g, want %g", seg, i, i/ld, i%ld, dqkv[i], wantD[i])
+				t.Fatalf("%v %+v: dqkv[%d] (row %d col %d) = %g, want %g", seg, spec, i, i/ld, i%ld, dqkv[i], wantD[i])
 			}
 		}
 	}

@@ -167,19 +167,21 @@ func (m *Model) loraLD(g int) int {
 }
 
 // peftModuleName returns the module path of target t in layer l as
-// transformers names it, e.g. model.layers.0.self_attn.q_proj.
-func peftModuleName(l, t int) string {
+// transformers names it, the decoder's being prefix: e.g.
+// model.layers.0.self_attn.q_proj (or, in a Gemma 3 image-text model,
+// model.language_model.layers.0.self_attn.q_proj).
+func peftModuleName(prefix string, l, t int) string {
 	block := "mlp"
 	if t <= 3 {
 		block = "self_attn"
 	}
-	return fmt.Sprintf("model.layers.%d.%s.%s", l, block, loraTargetNames[t])
+	return fmt.Sprintf("%s.layers.%d.%s.%s", prefix, l, block, loraTargetNames[t])
 }
 
 // peftTensorName is the name of a target's A ("A") or B ("B") in PEFT's
 // adapter_model.safetensors.
-func peftTensorName(l, t int, ab string) string {
-	return "base_model.model." + peftModuleName(l, t) + ".lora_" + ab + ".weight"
+func peftTensorName(prefix string, l, t int, ab string) string {
+	return "base_model.model." + peftModuleName(prefix, l, t) + ".lora_" + ab + ".weight"
 }
 
 // maxRank returns the largest rank that adapters on targets ts may have
@@ -245,17 +247,18 @@ func newLoRA(m *Model, cfg LoRAConfig) (*LoRA, error) {
 		a, b []slot
 	}
 	var groups []pending
+	prefix := m.cfg.modulePrefix()
 	for l := 0; l < m.cfg.Layers; l++ {
 		for g := 0; g < numGroups; g++ {
 			p := pending{l: l, g: g}
 			for _, t := range ts {
 				if tg, in, _, _ := m.loraGeom(t); tg == g {
-					p.a = append(p.a, slot{t, add(peftTensorName(l, t, "A"), r, in)})
+					p.a = append(p.a, slot{t, add(peftTensorName(prefix, l, t, "A"), r, in)})
 				}
 			}
 			for _, t := range ts {
 				if tg, _, out, _ := m.loraGeom(t); tg == g {
-					p.b = append(p.b, slot{t, add(peftTensorName(l, t, "B"), out, r)})
+					p.b = append(p.b, slot{t, add(peftTensorName(prefix, l, t, "B"), out, r)})
 				}
 			}
 			groups = append(groups, p)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 )
 
 // TensorInfo names one parameter tensor and its place in the flat parameter
@@ -18,13 +19,16 @@ type TensorInfo struct {
 
 // layer holds views into one block's parameters (or gradients).
 type layer struct {
-	attnNorm []float32 // [D]
-	wqkv     []float32 // [Q+2KV, D], rows [Q heads | K heads | V heads]
-	bqkv     []float32 // [Q+2KV] or nil
-	wo       []float32 // [D, Q]
-	mlpNorm  []float32 // [D]
-	wgu      []float32 // [2F, D], rows [gate | up]
-	wdown    []float32 // [D, F]
+	attnNorm     []float32 // [D]
+	wqkv         []float32 // [Q+2KV, D], rows [Q heads | K heads | V heads]
+	bqkv         []float32 // [Q+2KV] or nil
+	qNorm, kNorm []float32 // [HeadDim] each, with QKNorm; else nil
+	wo           []float32 // [D, Q]
+	attnPost     []float32 // [D], with SandwichNorm; else nil
+	mlpNorm      []float32 // [D]
+	wgu          []float32 // [2F, D], rows [gate | up]
+	wdown        []float32 // [D, F]
+	mlpPost      []float32 // [D], with SandwichNorm; else nil
 }
 
 // weights holds views of every tensor into one flat vector; the same layout
@@ -54,19 +58,23 @@ type Model struct {
 	grads   []float32
 	tensors []TensorInfo
 	p, g    weights
-	ropeCos []float32 // [MaxSeq, HeadDim/2]
+	ropeCos []float32 // [MaxSeq, HeadDim/2]: the global layers' RoPE
 	ropeSin []float32
-	ws      trainWorkspace
-	version uint64 // bumped by every optimizer update
-	pcache  prefixCache
-	infer   inferWeights // packed copies of the weights for Sample and Score (infer.go)
-	lora    *LoRA        // adapters (lora.go); nil when training in full
+	// The sliding layers' RoPE, when it differs from the global layers'
+	// (RopeLocalTheta, RopeScaling); nil otherwise.
+	ropeLocalCos, ropeLocalSin []float32
+	ws                         trainWorkspace
+	version                    uint64 // bumped by every optimizer update
+	pcache                     prefixCache
+	infer                      inferWeights // packed copies of the weights for Sample and Score (infer.go)
+	lora                       *LoRA        // adapters (lora.go); nil when training in full
 }
 
 // New builds a model with deterministic random weights drawn from a PCG
 // generator seeded by seed: N(0, 0.02) for embeddings and projections, the
 // residual output projections (wo, wdown) scaled by 1/√(2·Layers) as in
-// GPT-2, norms at 1 and biases and the value head's bias at 0.
+// GPT-2, norms at 1 (their weights at 0 with NormPlusOne, which scales by
+// 1+w) and biases and the value head's bias at 0.
 func New(cfg Config, seed uint64) (*Model, error) {
 	m, err := newZero(cfg)
 	if err != nil {
@@ -78,8 +86,10 @@ func New(cfg Config, seed uint64) (*Model, error) {
 		x := m.params[t.Offset : t.Offset+t.Size]
 		switch {
 		case len(t.Shape) == 1 && isNorm(t.Name):
-			for i := range x {
-				x[i] = 1
+			if !cfg.NormPlusOne {
+				for i := range x {
+					x[i] = 1
+				}
 			}
 		case len(t.Shape) == 1 && t.Name != "value_w":
 			// biases stay zero
@@ -113,7 +123,7 @@ func newZero(cfg Config) (*Model, error) {
 	m := &Model{cfg: cfg, kern: &CPU{}}
 	m.pcache.limit = DefaultPrefixCacheBytes
 	m.pcache.posSize = 4 * 2 * cfg.Layers * cfg.KVHeads * cfg.HeadDim()
-	d, v, f := cfg.DModel, cfg.Vocab, cfg.DFF
+	d, v, f, hd := cfg.DModel, cfg.Vocab, cfg.DFF, cfg.HeadDim()
 	qkv := (cfg.Heads + 2*cfg.KVHeads) * cfg.HeadDim()
 	qd := cfg.Heads * cfg.HeadDim()
 	add := func(name string, decay bool, shape ...int) {
@@ -135,10 +145,20 @@ func newZero(cfg Config) (*Model, error) {
 		if cfg.QKVBias {
 			add(pre+"bqkv", false, qkv)
 		}
+		if cfg.QKNorm {
+			add(pre+"q_norm", false, hd)
+			add(pre+"k_norm", false, hd)
+		}
 		add(pre+"wo", true, d, qd)
+		if cfg.SandwichNorm {
+			add(pre+"attn_post_norm", false, d)
+		}
 		add(pre+"mlp_norm", false, d)
 		add(pre+"wgu", true, 2*f, d)
 		add(pre+"wdown", true, d, f)
+		if cfg.SandwichNorm {
+			add(pre+"mlp_post_norm", false, d)
+		}
 	}
 	add("final_norm", false, d)
 	if !cfg.TieEmbeddings {
@@ -180,27 +200,90 @@ func (m *Model) views(flat []float32) weights {
 			attnNorm: get(pre + "attn_norm"),
 			wqkv:     get(pre + "wqkv"),
 			bqkv:     get(pre + "bqkv"),
+			qNorm:    get(pre + "q_norm"),
+			kNorm:    get(pre + "k_norm"),
 			wo:       get(pre + "wo"),
+			attnPost: get(pre + "attn_post_norm"),
 			mlpNorm:  get(pre + "mlp_norm"),
 			wgu:      get(pre + "wgu"),
 			wdown:    get(pre + "wdown"),
+			mlpPost:  get(pre + "mlp_post_norm"),
 		})
 	}
 	return w
 }
 
-// buildRoPE fills the cos/sin tables: angle(pos, i) = pos·θ^(-2i/headDim).
+// buildRoPE fills the cos/sin tables: angle(pos, i) = pos·f_i with the
+// frequency f_i = θ^(-2i/headDim) (rescaled as RopeScaling says), for the
+// global layers and, when they differ, for the sliding layers (base
+// RopeLocalTheta, not rescaled). Without RopeLocalTheta, every layer has
+// the global layers' RoPE.
 func (m *Model) buildRoPE() {
-	half := m.cfg.HeadDim() / 2
-	m.ropeCos = make([]float32, m.cfg.MaxSeq*half)
-	m.ropeSin = make([]float32, m.cfg.MaxSeq*half)
-	for p := 0; p < m.cfg.MaxSeq; p++ {
-		for i := 0; i < half; i++ {
-			a := float64(p) * math.Pow(m.cfg.RopeTheta, -2*float64(i)/float64(m.cfg.HeadDim()))
-			m.ropeCos[p*half+i] = float32(math.Cos(a))
-			m.ropeSin[p*half+i] = float32(math.Sin(a))
+	c := m.cfg
+	m.ropeCos, m.ropeSin = ropeTable(c.MaxSeq, c.HeadDim(), ropeFreqs(c.RopeTheta, c.HeadDim(), c.RopeScaling))
+	if local := c.RopeLocalTheta; local != 0 && strings.Contains(c.LayerTypes, "s") &&
+		(local != c.RopeTheta || c.RopeScaling != (RopeScaling{})) {
+		m.ropeLocalCos, m.ropeLocalSin = ropeTable(c.MaxSeq, c.HeadDim(), ropeFreqs(local, c.HeadDim(), RopeScaling{}))
+	}
+}
+
+// ropeFreqs returns RoPE's headDim/2 frequencies θ^(-2i/headDim), in
+// float64, rescaled as s says (transformers' "linear" and "llama3" rope
+// types; s is valid).
+func ropeFreqs(theta float64, headDim int, s RopeScaling) []float64 {
+	f := make([]float64, headDim/2)
+	for i := range f {
+		f[i] = math.Pow(theta, -2*float64(i)/float64(headDim))
+	}
+	switch s.Type {
+	case "linear":
+		for i := range f {
+			f[i] /= s.Factor
+		}
+	case "llama3":
+		// Wavelengths shorter than the original context over
+		// high_freq_factor keep their frequency, those longer than it
+		// over low_freq_factor are stretched by factor, and those
+		// between are interpolated.
+		orig := float64(s.OriginalMaxPositions)
+		lowWavelen, highWavelen := orig/s.LowFreqFactor, orig/s.HighFreqFactor
+		for i, x := range f {
+			wavelen := 2 * math.Pi / x
+			switch {
+			case wavelen < highWavelen:
+			case wavelen > lowWavelen:
+				f[i] = x / s.Factor
+			default:
+				smooth := (orig/wavelen - s.LowFreqFactor) / (s.HighFreqFactor - s.LowFreqFactor)
+				f[i] = (1-smooth)*x/s.Factor + smooth*x
+			}
 		}
 	}
+	return f
+}
+
+// ropeTable returns the cos and sin tables [maxSeq, headDim/2] of the
+// frequencies f.
+func ropeTable(maxSeq, headDim int, f []float64) (cos, sin []float32) {
+	half := headDim / 2
+	cos = make([]float32, maxSeq*half)
+	sin = make([]float32, maxSeq*half)
+	for p := 0; p < maxSeq; p++ {
+		for i := 0; i < half; i++ {
+			a := float64(p) * f[i]
+			cos[p*half+i] = float32(math.Cos(a))
+			sin[p*half+i] = float32(math.Sin(a))
+		}
+	}
+	return cos, sin
+}
+
+// rope returns the RoPE tables of layer l.
+func (m *Model) rope(l int) (cos, sin []float32) {
+	if m.ropeLocalCos != nil && m.cfg.sliding(l) {
+		return m.ropeLocalCos, m.ropeLocalSin
+	}
+	return m.ropeCos, m.ropeSin
 }
 
 // Config returns the model's configuration with defaults filled in.

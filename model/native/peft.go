@@ -17,7 +17,10 @@ import (
 // vLLM's LoRA loader read): adapter_config.json and
 // adapter_model.safetensors with one lora_A ([r, in]) and one lora_B
 // ([out, r]) per adapted module, named
-// base_model.model.model.layers.L.self_attn.q_proj.lora_A.weight.
+// base_model.model.model.layers.L.self_attn.q_proj.lora_A.weight (for the
+// text decoder of a Gemma 3 image-text model,
+// base_model.model.model.language_model.layers.L.…, as PEFT names it on
+// transformers 4.52 and later and vLLM maps it).
 
 // Files of a PEFT adapter directory.
 const (
@@ -322,6 +325,13 @@ func LoadPEFT(dir string, m *Model) error {
 		name := t.Name
 		if !strings.HasPrefix(name, "base_model.model.") {
 			name = "base_model.model." + name
+		}
+		if m.cfg.ModulePrefix == "model.language_model" {
+			// A Gemma 3 image-text model's decoder, as PEFT named it
+			// before transformers 4.52 moved it.
+			if rest, ok := strings.CutPrefix(name, "base_model.model.language_model.model."); ok {
+				name = "base_model.model.model.language_model." + rest
+			}
 		}
 		if _, dup := byName[name]; dup {
 			return fmt.Errorf("native: peft: %s: tensor %q appears twice (with and without the base_model.model. prefix)", PEFTWeightsFile, t.Name)

@@ -433,6 +433,9 @@ func (dc *decoder) startRound(u *decodeUnit) bool {
 		tok := sp.out.Tokens[len(sp.out.Tokens)-1]
 		s.caches[r], s.toks[r], s.pos[r] = kc, int32(tok), int32(kc.length())
 		copy(s.x[r*d:(r+1)*d], m.p.embed[tok*d:])
+		if m.cfg.EmbedScale != 0 {
+			simd.Scale(m.cfg.EmbedScale, s.x[r*d:(r+1)*d])
+		}
 		kc.n++
 	}
 	return true
@@ -578,7 +581,15 @@ func (t *team) round(ws *inferWorker, u *decodeUnit, c int) {
 			s.attendHeads(ws, l, r, g0, g1)
 		}
 		sync()
-		s.gemmCols(s.x, s.att, n, qd, d, p.wo, &pl.o, o0, o1, true)
+		if cfg.SandwichNorm {
+			// Each member norms the whole projection's output (the
+			// same bits) and adds its share of the columns.
+			s.gemmCols(s.ao, s.att, n, qd, d, p.wo, &pl.o, o0, o1, false)
+			sync()
+			s.postNorm(ws.xn, s.ao, p.attnPost, 0, n, o0, o1)
+		} else {
+			s.gemmCols(s.x, s.att, n, qd, d, p.wo, &pl.o, o0, o1, true)
+		}
 		sync()
 		for r := 0; r < n; r++ {
 			simd.RMSNorm(ws.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], p.mlpNorm, cfg.NormEps)
@@ -587,14 +598,20 @@ func (t *team) round(ws *inferWorker, u *decodeUnit, c int) {
 		s.gemmCols(s.gu, ws.xn, n, d, 2*f, p.wgu, &pl.gu, f+f0, f+f1, false)
 		for r := 0; r < n; r++ {
 			g := s.gu[r*2*f : (r+1)*2*f]
-			simd.SwiGLU(s.act[r*f+f0:r*f+f1], g[f0:f1], g[f+f0:f+f1])
+			s.gate(s.act[r*f+f0:r*f+f1], g[f0:f1], g[f+f0:f+f1])
 		}
 		sync()
-		s.gemmCols(s.x, s.act, n, f, d, p.wdown, &pl.down, o0, o1, true)
+		if cfg.SandwichNorm {
+			s.gemmCols(s.ao, s.act, n, f, d, p.wdown, &pl.down, o0, o1, false)
+			sync()
+			s.postNorm(ws.xn, s.ao, p.mlpPost, 0, n, o0, o1)
+		} else {
+			s.gemmCols(s.x, s.act, n, f, d, p.wdown, &pl.down, o0, o1, true)
+		}
 		sync()
 	}
 	for r := 0; r < n; r++ {
-		simd.RMSNorm(ws.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], m.p.finalNorm, cfg.NormEps)
+		simd.RMSNorm(ws.xn[r*d:(r+1)*d], s.x[r*d:(r+1)*d], s.w.finalNorm, cfg.NormEps)
 	}
 	s.gemmCols(s.logits, ws.xn, n, d, v, m.head(), &s.w.head, v0, v1, false)
 	sync()
