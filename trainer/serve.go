@@ -20,6 +20,7 @@ import (
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/server/openaiapi"
 	"github.com/agentrl/agentrl/server/tinkerapi"
+	"github.com/agentrl/agentrl/text/toolcall"
 )
 
 // runServe serves a checkpoint (native, or a Hugging Face model directory)
@@ -42,6 +43,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 		maxReqToks  = fs.Int("max-request-tokens", 0, "most tokens one /v1 request may have the model read and write, summed over its choices (0: the larger of 262144 and 32 × the context)")
 		maxReqLPs   = fs.Int("max-request-logprobs", 0, "most log-probabilities one /v1 reply may carry, each reported position counting 1 plus its alternatives (0: the larger of 262144 and 21 × the context)")
 		maxLoRAs    = fs.Int("max-loras", 4, "most LoRA adapters loaded at once (-lora and -lora-dir), each a copy of the model's weights")
+		toolParser  = fs.String("tool-call-parser", "", "the format tool calls are read and forced in (vLLM's --tool-call-parser): hermes, llama3_json or compact (default: the one the chat template shows, compact for a template without tools)")
 		loraDir     = fs.String("lora-dir", "", "enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter, loading only adapters inside this directory (vLLM's VLLM_ALLOW_RUNTIME_LORA_UPDATING)")
 		withTinker  = fs.Bool("tinker", true, "also serve the Tinker API (training and sampling) under /api/v1")
 		tinkerDir   = fs.String("tinker-dir", "", "the Tinker API's state directory, where saved weights live (default: a temporary directory removed at exit)")
@@ -101,6 +103,11 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 			return usageErrorf("the Tinker API (on by default) lets clients train and save weights on this machine; listening on %s beyond loopback needs an API key (-api-key or $AGENTRL_API_KEY), or -tinker=false", *addr)
 		}
 	}
+	if *toolParser != "" {
+		if _, err := toolcall.New(*toolParser); err != nil {
+			return usageErrorf("-tool-call-parser: %v", err)
+		}
+	}
 	if *loraDir != "" {
 		if st, err := os.Stat(*loraDir); err != nil || !st.IsDir() {
 			return usageErrorf("-lora-dir %s is not a directory", *loraDir)
@@ -123,7 +130,7 @@ func runServe(ctx context.Context, args []string, s stdio) error {
 	opts := openaiapi.Options{
 		Model: p.Info().Name, APIKey: *apiKey, MaxTokensCap: *maxTokens, MaxN: *maxN,
 		MaxRequestTokens: *maxReqToks, MaxRequestLogprobs: *maxReqLPs, MaxAdapters: *maxLoRAs,
-		MaxBatch: *maxBatch, BatchWindow: window, Logger: log,
+		MaxBatch: *maxBatch, BatchWindow: window, Logger: log, ToolCallParser: *toolParser,
 	}
 	if *loraDir != "" || len(loras) > 0 {
 		m := p.Lock()

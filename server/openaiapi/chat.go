@@ -19,6 +19,11 @@ import (
 type chatMessage struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// ToolCalls are an assistant message's calls, ToolCallID and Name
+	// what a tool message answers.
+	ToolCalls  []policy.ToolCall `json:"tool_calls"`
+	ToolCallID string            `json:"tool_call_id"`
+	Name       string            `json:"name"`
 }
 
 // chatRequest is the body of POST /v1/chat/completions.
@@ -34,6 +39,9 @@ type chatRequest struct {
 	AddSpecialTokens     *bool           `json:"add_special_tokens"`
 	PromptLogprobs       *int            `json:"prompt_logprobs"`
 	Tools                json.RawMessage `json:"tools"`
+	ToolChoice           json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls    *bool           `json:"parallel_tool_calls"`
+	ResponseFormat       json.RawMessage `json:"response_format"`
 }
 
 // messages converts chat messages to policy messages.
@@ -44,7 +52,7 @@ func messages(in []chatMessage) ([]policy.Message, error) {
 		if err != nil {
 			return nil, badRequest("messages", "message %d: %v", i, err)
 		}
-		out[i] = policy.Message{Role: m.Role, Content: text}
+		out[i] = policy.Message{Role: m.Role, Content: text, ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, Name: m.Name}
 	}
 	return out, nil
 }
@@ -93,6 +101,11 @@ type chatChoice struct {
 	FinishReason string         `json:"finish_reason"`
 	StopReason   any            `json:"stop_reason"`
 	TokenIDs     []int          `json:"token_ids"`
+
+	// calls and content are the reply's tool calls and the content beside
+	// them, for its stream.
+	calls   []policy.ToolCall
+	content string
 }
 
 func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, error) {
@@ -130,14 +143,15 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 			return nil, badRequest("top_logprobs", "top_logprobs needs logprobs: true")
 		}
 	}
-	if t := bytes.TrimSpace(req.Tools); len(t) > 0 && string(t) != "null" && string(t) != "[]" {
-		return nil, badRequest("tools", "tools are not supported")
+	ct, err := s.checkTools(&req, sm)
+	if err != nil {
+		return nil, err
 	}
 	msgs, err := messages(req.Messages)
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := s.renderChat(ctx, msgs, boolOr(req.AddGenerationPrompt, true), boolOr(req.AddSpecialTokens, false))
+	prompt, err := s.renderTools(ctx, ct, msgs, boolOr(req.AddGenerationPrompt, true), boolOr(req.AddSpecialTokens, false))
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +179,10 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 		q := sp.params
 		q.MaxTokens = m
 		q.Seed = sp.seed + uint64(c)
-		reqs[c] = policy.Request{Prompt: prompt, Sampling: q}
+		if q.Constraint, err = s.constraint(ct, sp.stops, m); err != nil {
+			return nil, err
+		}
+		reqs[c] = policy.Request{Prompt: prompt, Sampling: q, Tag: r.Header.Get(TagHeader)}
 	}
 	beginStream(w, sp)
 	samples, err := sm.batch.sample(ctx, reqs, leave)
@@ -211,7 +228,7 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 		if tops != nil {
 			top = tops[c]
 		}
-		ch, err := s.chatChoice(ctx, c, out, logprobs, top, returnIDs)
+		ch, err := s.chatChoice(ctx, c, out, logprobs, top, returnIDs, ct)
 		if err != nil {
 			return nil, err
 		}
@@ -226,11 +243,23 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 
 // chatChoice builds choice c from its output out; top holds the
 // alternatives at each position when top_logprobs > 0.
-func (s *Server) chatChoice(ctx context.Context, c int, out output, logprobs bool, top [][]policy.TokenLogprob, returnIDs bool) (chatChoice, error) {
+func (s *Server) chatChoice(ctx context.Context, c int, out output, logprobs bool, top [][]policy.TokenLogprob, returnIDs bool, ct *chatTools) (chatChoice, error) {
 	ch := chatChoice{Index: c, FinishReason: out.finish, StopReason: out.stopReason}
+	content, calls, err := ct.replyCalls(out.text)
+	if err != nil {
+		return ch, err
+	}
 	// refusal is required (null) by OpenAI's published schema; vLLM's
 	// ChatMessage has it too.
-	ch.Message = map[string]any{"role": policy.RoleAssistant, "content": out.text, "refusal": nil, "tool_calls": []any{}}
+	ch.Message = map[string]any{"role": policy.RoleAssistant, "content": content, "refusal": nil, "tool_calls": []any{}}
+	if len(calls) > 0 {
+		ch.Message["tool_calls"] = calls
+		if content == "" {
+			ch.Message["content"] = nil
+		}
+		ch.FinishReason = ct.finishReason(out.finish, calls)
+		ch.calls, ch.content = calls, content
+	}
 	if returnIDs {
 		ch.TokenIDs = slices.Clone(out.tokens)
 		if ch.TokenIDs == nil {

@@ -36,7 +36,8 @@
 //     skip_special_tokens, include_stop_str_in_output,
 //     add_generation_prompt, add_special_tokens (default false: the special
 //     tokens of a text prompt, see Vocabulary, before the rendered
-//     template), stream with stream_options.
+//     template), stream with stream_options; tools, tool_choice,
+//     parallel_tool_calls and response_format (see Tools below).
 //   - POST /tokenize, with vLLM's defaults: the text form (prompt) with
 //     add_special_tokens (default true), or the chat form (messages) with
 //     add_generation_prompt (default true) and add_special_tokens (default
@@ -61,13 +62,69 @@
 // Unknown request fields are ignored, as vLLM does; a known field of the
 // wrong type is a 400. Values that would change the sampling distribution
 // or the reply and are not implemented (min_p other than 0, penalties,
-// logit_bias, tools, prompt_logprobs in chat) are rejected with
+// logit_bias, prompt_logprobs in chat) are rejected with
 // 400 rather than ignored. Every error is an OpenAI-style
 // body {"error": {"message", "type", "param", "code"}}, code being the HTTP
 // status as vLLM writes it: 400 for a bad request, 401 for a missing or
 // wrong API key (checked on /v1 routes only, as vLLM's --api-key), 404 for
 // an unknown path or model, 405 for a wrong method, 413 for a body over
 // Options.MaxRequestBytes, 500 when the policy fails.
+//
+// # Tools
+//
+// Chat requests take tools ([{"type": "function", "function": {name,
+// description, parameters}}], names unique, parameters a JSON schema
+// object), tool_choice ("none", "auto" (the default with tools),
+// "required", or {"type": "function", "function": {"name"}} naming one of
+// the tools), parallel_tool_calls (default true) and response_format
+// ({"type": "text"}, {"type": "json_object"} or {"type": "json_schema",
+// "json_schema": {"name", "schema"}}); messages may hold an assistant's
+// tool_calls and tool messages (tool_call_id, name). /tokenize's chat form
+// takes tools too.
+//
+// The call format is Options.ToolCallParser (vLLM's --tool-call-parser:
+// hermes, llama3_json, compact) or, when empty, the one the policy's chat
+// template shows (policy.ToolRenderer). A template with tools renders them
+// (RenderChatTools), as transformers' apply_chat_template(tools=...). A
+// template without tools (the embedded model's) gets them described in
+// the system message (toolcall.Describe, the compact format), an
+// assistant's calls written in the format after its content, and each run
+// of tool messages as one user message ("Result of NAME:\nCONTENT"), as
+// the rollout engine offers tools to such a model.
+//
+// With tools and tool_choice auto or required, the reply is parsed into
+// tool_calls (ids "chatcmpl-tool-..."), the text beside the calls being the
+// content (null when there is none); with parallel_tool_calls false only
+// the first call is kept. A reply whose calls do not parse is all content,
+// with no calls, as vLLM's parsers return it. finish_reason is
+// "tool_calls" when calls were made under auto, and under required when
+// the sample stopped; a named function keeps "stop" (OpenAI's and vLLM's
+// rule). tool_choice none renders the tools and parses nothing.
+//
+// tool_choice required or a named function guarantees one call (of any
+// of the tools, or of the named one) whose arguments the tool's schema
+// accepts, by constrained decoding (text/constrain): the schema becomes an
+// automaton over the call's text in the format, and each sampled token is
+// masked to those that keep the text completable within max_tokens
+// (which must leave room for the shortest call and a stop token, else a
+// 400), on the policy's vocabulary, before temperature, top-k and top-p.
+// response_format json_object and json_schema constrain the content the
+// same way (to a JSON object, or a value of the schema; see text/constrain
+// for the keywords enforced). This needs a policy that applies
+// constraints (policy.ConstrainedSampler and the Vocabulary methods:
+// model/local's, embedded or Hugging Face); with another it is a 400, as
+// are a schema nothing satisfies, tool arguments that allow no object, a
+// tool_choice that names no tool, and response_format combined with a
+// forced call. The log-probs stay the policy's own (raw logits).
+//
+// Streamed, a reply with calls is cut as OpenAI and vLLM stream calls: the
+// role (content ""), the content beside the calls when there is some, then
+// per call a delta {"tool_calls": [{"index", "id", "type": "function",
+// "function": {"name", "arguments": ""}}]} followed by deltas with pieces
+// of its arguments (index and function.arguments only); the last chunk has
+// the finish_reason and, since a call's tokens are not cut with its text,
+// the choice's token ids and log-probs. The pieces concatenate to the
+// unstreamed reply's.
 //
 // # Decisions
 //

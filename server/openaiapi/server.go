@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentrl/agentrl/internal/httpapi"
 	"github.com/agentrl/agentrl/policy"
+	"github.com/agentrl/agentrl/text/toolcall"
 )
 
 // Options configure a Server. The zero value serves with the defaults.
@@ -85,6 +86,13 @@ type Options struct {
 	// must share the base policy's tokenizer and context, adapters change
 	// only the weights. It is what AdapterDir and AddAdapter load with.
 	LoadAdapter func(ctx context.Context, dir string) (policy.Policy, error)
+	// ToolCallParser names the text/toolcall format chat replies' tool
+	// calls are read in, and forced calls written in (vLLM's
+	// --tool-call-parser): "hermes", "llama3_json" or "compact". Empty
+	// means the policy's own (policy.ToolRenderer's ToolCallFormat, read
+	// from its chat template), or "compact" for a template without tools.
+	// New panics on an unknown name.
+	ToolCallParser string
 }
 
 const (
@@ -152,6 +160,8 @@ type Server struct {
 
 	prefixMu sync.Mutex
 	prefix   []int // add_special_tokens ids of a text prompt, once known
+
+	constrainCache
 }
 
 // vocabularyPolicy is implemented by policies that describe their
@@ -185,6 +195,11 @@ func New(p policy.Policy, opts Options) *Server {
 	s.shared = newBatchShared(opts.MaxConcurrentBatches)
 	s.batch = s.newBatcher(p)
 	s.base = &servedModel{name: s.model, p: p, batch: s.batch, root: s.model}
+	if opts.ToolCallParser != "" {
+		if _, err := toolcall.New(opts.ToolCallParser); err != nil {
+			panic("openaiapi: Options.ToolCallParser: " + err.Error())
+		}
+	}
 	if opts.AdapterDir != "" && opts.LoadAdapter == nil {
 		panic("openaiapi: Options.AdapterDir is set without Options.LoadAdapter")
 	}

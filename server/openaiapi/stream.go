@@ -319,8 +319,24 @@ func splitTextLogprobs(lp *textLogprobs, tokens, n int) []*textLogprobs {
 
 // chatDelta is the delta of a chat chunk.
 type chatDelta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []toolCallDelta `json:"tool_calls,omitempty"`
+}
+
+// toolCallDelta is a piece of a streamed tool call: the first of a call
+// has its id, type and name and empty arguments, the next ones pieces of
+// the arguments.
+type toolCallDelta struct {
+	Index    int                   `json:"index"`
+	ID       string                `json:"id,omitempty"`
+	Type     string                `json:"type,omitempty"`
+	Function toolCallDeltaFunction `json:"function"`
+}
+
+type toolCallDeltaFunction struct {
+	Name      string  `json:"name,omitempty"`
+	Arguments *string `json:"arguments,omitempty"`
 }
 
 // chatChunkChoice is a choice of a chat.completion.chunk.
@@ -356,6 +372,16 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, sp *samp
 		if role == "" {
 			role = "assistant"
 		}
+		if len(ch.calls) > 0 {
+			streams[k] = toolCallStream(ch, role, c, u.PromptTokens, func(out chatChunkChoice, us json.RawMessage, first bool) streamChunk {
+				sc := chunk(out, us)
+				if first && k == 0 && c.tokenIDs {
+					sc.PromptTokenIDs = promptIDs
+				}
+				return sc
+			})
+			continue
+		}
 		text, _ := ch.Message["content"].(string)
 		deltas, err := s.textDeltas(ctx, text, "", ch.TokenIDs, c.skipSpecial)
 		if err != nil {
@@ -388,6 +414,55 @@ func (s *Server) streamChat(ctx context.Context, w http.ResponseWriter, sp *samp
 	last := streamChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: []any{}}
 	last.Usage, _ = json.Marshal(u)
 	return writeStream(ctx, es, c, streams, last)
+}
+
+// argumentPiece is the most bytes of a call's arguments one chunk carries.
+const argumentPiece = 16
+
+// toolCallStream is the stream of a choice that made tool calls, shaped
+// as vLLM and OpenAI stream them: the role (content ""), the content
+// beside the calls when there is some, then per call a first delta with
+// its index, id, type, name and empty arguments followed by its arguments
+// in pieces; the last chunk has the finish_reason, and the choice's token
+// ids and log-probs (a call's tokens are not its text, so they are not
+// cut). The pieces concatenate to the unstreamed reply's content and
+// arguments.
+func toolCallStream(ch *chatChoice, role string, c *streamConfig, promptTokens int, chunk func(chatChunkChoice, json.RawMessage, bool) streamChunk) choiceStream {
+	var deltas []chatDelta
+	deltas = append(deltas, chatDelta{Role: role, Content: ptr("")})
+	if ch.content != "" {
+		deltas = append(deltas, chatDelta{Content: ptr(ch.content)})
+	}
+	for i, call := range ch.calls {
+		deltas = append(deltas, chatDelta{ToolCalls: []toolCallDelta{{Index: i, ID: call.ID, Type: "function",
+			Function: toolCallDeltaFunction{Name: call.Name, Arguments: ptr("")}}}})
+		args := string(call.Arguments)
+		if args == "" {
+			args = "{}"
+		}
+		for args != "" {
+			n := min(len(args), argumentPiece)
+			for n < len(args) && !utf8.RuneStart(args[n]) {
+				n++
+			}
+			deltas = append(deltas, chatDelta{ToolCalls: []toolCallDelta{{Index: i, Function: toolCallDeltaFunction{Arguments: ptr(args[:n])}}}})
+			args = args[n:]
+		}
+	}
+	n := len(ch.TokenIDs)
+	return choiceStream{n: len(deltas), chunk: func(j int) streamChunk {
+		out := chatChunkChoice{Index: ch.Index, Delta: deltas[j]}
+		done := 0
+		if j == len(deltas)-1 {
+			out.FinishReason, out.StopReason = &ch.FinishReason, ch.StopReason
+			out.Logprobs = ch.Logprobs
+			if c.tokenIDs {
+				out.TokenIDs = ch.TokenIDs
+			}
+			done = n
+		}
+		return chunk(out, chunkUsage(c, promptTokens, done), j == 0)
+	}}
 }
 
 // splitChatLogprobs cuts a chat choice's logprobs, {"content": [entry per

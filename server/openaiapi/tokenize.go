@@ -2,6 +2,7 @@ package openaiapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 
@@ -18,6 +19,8 @@ type tokenizeRequest struct {
 	ContinueFinalMessage *bool          `json:"continue_final_message"`
 	AddSpecialTokens     *bool          `json:"add_special_tokens"`
 	ReturnTokenStrs      *bool          `json:"return_token_strs"`
+	// Tools are offered to the template, as in a chat request.
+	Tools json.RawMessage `json:"tools"`
 }
 
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
@@ -46,7 +49,12 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 		}
 		// vLLM's defaults: add the generation prompt, and no special
 		// tokens on top of the template's.
-		ids, err = s.renderChat(ctx, msgs, boolOr(req.AddGenerationPrompt, true), boolOr(req.AddSpecialTokens, false))
+		ct, terr := s.checkTools(&chatRequest{Tools: req.Tools}, s.base)
+		if terr != nil {
+			s.fail(w, r, terr)
+			return
+		}
+		ids, err = s.renderTools(ctx, ct, msgs, boolOr(req.AddGenerationPrompt, true), boolOr(req.AddSpecialTokens, false))
 	case req.Prompt != nil && req.Messages == nil:
 		// vLLM's default for the text form: add special tokens.
 		ids, err = s.encodeText(ctx, *req.Prompt, boolOr(req.AddSpecialTokens, true))
@@ -114,6 +122,12 @@ func (s *Server) renderChat(ctx context.Context, msgs []policy.Message, gen, spe
 	if err != nil {
 		return nil, badRequest("messages", "rendering the chat template: %v", err)
 	}
+	return s.withPrefix(ctx, ids, special)
+}
+
+// withPrefix puts the special tokens of a text prompt before a rendered
+// chat when special (add_special_tokens) is set.
+func (s *Server) withPrefix(ctx context.Context, ids []int, special bool) ([]int, error) {
 	if !special {
 		return ids, nil
 	}
