@@ -57,6 +57,7 @@ var openaiNodeCalls = []string{
 	"chat.basic", "chat.multi_turn", "chat.n2_seed", "chat.logprobs", "chat.stop", "chat.stream",
 	"chat.stream_usage", "chat.max_tokens_legacy",
 	"error.unknown_model", "error.wrong_key", "chat.with_response", "lora.flow",
+	"tools.required", "tools.named_stream", "tools.multi_turn", "chat.json_schema", "error.tool_choice",
 }
 
 // conformance is a server over the tiny Hugging Face model.

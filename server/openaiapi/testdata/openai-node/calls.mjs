@@ -613,6 +613,144 @@ call(20, 'lora.flow', async () => {
 
 // ---- run
 
+// Tool calls. The served model is random; tool_choice "required" and a
+// named function force a call whose arguments fit the schema (constrained
+// decoding), so the calls can check them.
+const WEATHER = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'The weather in a city.',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string', maxLength: 10 }, unit: { enum: ['c', 'f'] }, days: { type: 'integer', minimum: 1, maximum: 7 } },
+      required: ['city', 'unit'],
+      additionalProperties: false,
+    },
+  },
+};
+const SEARCH = {
+  type: 'function',
+  function: { name: 'search', parameters: { type: 'object', properties: { query: { type: 'string', maxLength: 8 } }, required: ['query'] } },
+};
+const TOOL_MSGS = [{ role: 'user', content: 'What is the weather in Paris?' }];
+
+// checkWeatherArgs checks get_weather's arguments against its schema.
+function checkWeatherArgs(args, what) {
+  let a;
+  try {
+    a = JSON.parse(args);
+  } catch (e) {
+    check(false, `${what}: arguments ${j(args)} are not JSON: ${e.message}`);
+  }
+  check(a && typeof a === 'object' && !Array.isArray(a), `${what}: arguments ${j(args)} are not an object`);
+  check(typeof a.city === 'string' && [...a.city].length <= 10, `${what}: city ${j(a.city)}`);
+  check(a.unit === 'c' || a.unit === 'f', `${what}: unit ${j(a.unit)}`);
+  check(a.days === undefined || (isInt(a.days) && a.days >= 1 && a.days <= 7), `${what}: days ${j(a.days)}`);
+  check(Object.keys(a).every((k) => ['city', 'unit', 'days'].includes(k)), `${what}: keys ${j(Object.keys(a))}`);
+}
+
+// checkToolCall checks a message's one call of get_weather.
+function checkToolCall(m, what) {
+  check(Array.isArray(m.tool_calls) && m.tool_calls.length === 1, `${what}: tool_calls ${j(m.tool_calls)}, want one call`);
+  const tc = m.tool_calls[0];
+  check(typeof tc.id === 'string' && tc.id.length > 0, `${what}: call id ${j(tc.id)}`);
+  check(tc.type === 'function', `${what}: call type ${j(tc.type)}`);
+  check(tc.function?.name === 'get_weather', `${what}: called ${j(tc.function?.name)}, want get_weather`);
+  check(typeof tc.function.arguments === 'string', `${what}: arguments ${j(tc.function.arguments)} are not a string`);
+  checkWeatherArgs(tc.function.arguments, what);
+  return tc;
+}
+
+call(21, 'tools.required', async () => {
+  const r = await client.chat.completions.create({
+    model: MODEL, messages: TOOL_MSGS, tools: [WEATHER], tool_choice: 'required', max_completion_tokens: 80, seed: 21, temperature: 1,
+  });
+  check(r.choices.length === 1, `${r.choices.length} choices`);
+  const c = r.choices[0];
+  check(c.finish_reason === 'tool_calls', `finish_reason ${j(c.finish_reason)}, want "tool_calls"`);
+  check(c.message.content === null || c.message.content === '', `content ${j(c.message.content)} beside a forced call`);
+  checkToolCall(c.message, 'required');
+  checkUsage(r.usage, 'required');
+});
+
+call(22, 'tools.named_stream', async () => {
+  const body = {
+    model: MODEL, messages: TOOL_MSGS, tools: [SEARCH, WEATHER], max_completion_tokens: 80, seed: 22, temperature: 1,
+    tool_choice: { type: 'function', function: { name: 'get_weather' } },
+  };
+  const ref = await client.chat.completions.create(body);
+  const want = checkToolCall(ref.choices[0].message, 'named');
+  check(ref.choices[0].finish_reason === 'stop', `named: finish_reason ${j(ref.choices[0].finish_reason)}, want "stop" (OpenAI's for a named function)`);
+  // The SDK's own stream helper assembles the deltas into a message.
+  const runner = client.chat.completions.stream(body);
+  const final = await runner.finalChatCompletion();
+  const got = checkToolCall(final.choices[0].message, 'streamed (SDK helper)');
+  check(got.function.arguments === want.function.arguments, `streamed arguments ${j(got.function.arguments)}, want ${j(want.function.arguments)}`);
+  // The raw deltas: the first of a call has its id, type and name with
+  // empty arguments, the next ones only argument pieces, all index 0.
+  const stream = await client.chat.completions.create({ ...body, stream: true });
+  let first = null;
+  let args = '';
+  let finish = null;
+  for await (const ch of stream) {
+    for (const c of ch.choices) {
+      for (const d of c.delta.tool_calls ?? []) {
+        check(d.index === 0, `delta index ${j(d.index)}`);
+        if (first === null) {
+          first = d;
+          check(typeof d.id === 'string' && d.type === 'function' && d.function?.name === 'get_weather' && d.function.arguments === '',
+            `the call's first delta ${j(d)}: want id, type, name and empty arguments`);
+        } else {
+          check(d.id === undefined && d.function?.name === undefined, `a later delta ${j(d)} repeats the id or name`);
+          args += d.function?.arguments ?? '';
+        }
+      }
+      if (c.finish_reason != null) finish = c.finish_reason;
+    }
+  }
+  check(first !== null, 'no tool call delta');
+  check(args === want.function.arguments, `streamed arguments ${j(args)}, want ${j(want.function.arguments)}`);
+  check(finish === 'stop', `streamed finish_reason ${j(finish)}`);
+});
+
+call(23, 'tools.multi_turn', async () => {
+  const r = await client.chat.completions.create({
+    model: MODEL, messages: TOOL_MSGS, tools: [WEATHER], tool_choice: 'required', max_completion_tokens: 80, seed: 23,
+  });
+  const tc = checkToolCall(r.choices[0].message, 'call');
+  const messages = [...TOOL_MSGS, r.choices[0].message, { role: 'tool', tool_call_id: tc.id, content: '{"sky": "sunny", "temp": 21}' }];
+  const r2 = await client.chat.completions.create({ model: MODEL, messages, tools: [WEATHER], max_completion_tokens: 12, seed: 23 });
+  const m = r2.choices[0].message;
+  check(m.role === 'assistant', `role ${j(m.role)}`);
+  check(typeof m.content === 'string' || (m.content === null && m.tool_calls?.length > 0), `content ${j(m.content)}`);
+  check(['stop', 'length', 'tool_calls'].includes(r2.choices[0].finish_reason), `finish_reason ${j(r2.choices[0].finish_reason)}`);
+  check(r2.usage.prompt_tokens > r.usage.prompt_tokens, `the second prompt (${r2.usage.prompt_tokens} tokens) is not longer than the first (${r.usage.prompt_tokens})`);
+});
+
+call(24, 'chat.json_schema', async () => {
+  const schema = {
+    type: 'object',
+    properties: { answer: { type: 'integer', minimum: 0, maximum: 99 }, sure: { type: 'boolean' } },
+    required: ['answer', 'sure'],
+    additionalProperties: false,
+  };
+  const r = await client.chat.completions.create({
+    model: MODEL, messages: [{ role: 'user', content: '2 + 2?' }], max_completion_tokens: 40, seed: 24, temperature: 1,
+    response_format: { type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } },
+  });
+  checkChat(r, { maxTokens: 40 });
+  const a = JSON.parse(r.choices[0].message.content);
+  check(isInt(a.answer) && a.answer >= 0 && a.answer <= 99 && typeof a.sure === 'boolean' && Object.keys(a).length === 2,
+    `content ${j(r.choices[0].message.content)} does not fit the schema`);
+});
+
+call(25, 'error.tool_choice', async () => {
+  await expectAPIError(client.chat.completions.create({
+    model: MODEL, messages: TOOL_MSGS, tools: [WEATHER], tool_choice: { type: 'function', function: { name: 'nope' } },
+  }), OpenAI.BadRequestError, 400, 'unknown tool_choice function');
+});
+
 function describe(e) {
   if (e instanceof CheckError) return e.message;
   if (e instanceof OpenAI.APIError) return `${e.constructor.name} ${e.status ?? ''}: ${e.message}`;
