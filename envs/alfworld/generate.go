@@ -9,10 +9,10 @@ import (
 
 // Scene sizes: how many receptacles and distracting objects a scene has.
 const (
-	// SceneFull has ALFWorld-like rooms: 15 to 25 receptacles in a
+	// SceneFull has ALFWorld-like rooms: 15 to 26 receptacles in a
 	// kitchen, four to six kinds of distracting objects.
 	SceneFull = "full"
-	// SceneSmall has 8 to 12 receptacles and two or three kinds of
+	// SceneSmall has 6 to 12 receptacles and two or three kinds of
 	// distracting objects, for small models.
 	SceneSmall = "small"
 )
