@@ -1,7 +1,9 @@
 // Package hftest writes tiny random Hugging Face model directories for
 // tests: a Qwen2-shaped decoder (QKV biases, grouped-query attention,
-// tied or separate LM head), or a Llama-3.0-shaped one, in float32,
-// bfloat16 or float16 safetensors (one file or shards), a small
+// tied or separate LM head), or one shaped as Llama 3.0, Llama 3.1/3.2
+// (llama3 RoPE scaling), Qwen3 (query/key norms, a wider head_dim) or
+// Gemma 3 (text, or the text decoder of an image-text checkpoint), in
+// float32, bfloat16 or float16 safetensors (one file or shards), a small
 // byte-level BPE tokenizer.json with ChatML's special tokens and Qwen3's
 // reasoning tags, and a tokenizer_config.json with a ChatML chat template,
 // laid out as transformers saves a Qwen2.5 instruct model.
@@ -104,6 +106,39 @@ type Options struct {
 	// model.safetensors.index.json, as transformers saves large models
 	// (0 or 1: one model.safetensors).
 	Shards int
+
+	// The architectures below replace Qwen2's (at most one of them, and
+	// not with Llama unless said).
+
+	// Llama31 writes a Llama-3.1/3.2-shaped model: Llama's (implied), with
+	// rope_scaling {rope_type llama3, factor 8, low_freq_factor 1,
+	// high_freq_factor 4} and original_max_position_embeddings 256 rather
+	// than 8192, so that the positions of a short test sequence already
+	// turn every band of frequencies (kept, interpolated, divided by the
+	// factor).
+	Llama31 bool
+	// Qwen3 writes a Qwen3-shaped model: model_type qwen3, no QKV biases,
+	// query and key RMSNorms over each head, head_dim HeadDim (0: 16,
+	// twice hidden_size/heads, as Qwen3's small models have it wider),
+	// rope_theta 1e6.
+	Qwen3 bool
+	// Gemma3 writes a Gemma-3-shaped model (model_type gemma3_text, as
+	// gemma-3-1b): GeGLU (gelu_pytorch_tanh), RMSNorm scaling by 1+w,
+	// four norms a block, query and key norms, embeddings scaled by
+	// √hidden_size, head_dim HeadDim (0: 16), query_pre_attn_scalar 12,
+	// sliding_window 5 on every layer but each second
+	// (sliding_window_pattern 2; Layers 0 means 2), rope_theta 1e6 for
+	// the global layers and rope_local_base_freq 1e4 for the sliding ones.
+	Gemma3 bool
+	// Gemma3Wrapped writes Gemma3's model as the text decoder of an
+	// image-text checkpoint (model_type gemma3, as gemma-3-4b): the text
+	// configuration in text_config (its keys beside Gemma3TextConfig's
+	// defaults), rope_scaling linear with factor 8 on the global layers,
+	// the weights named language_model.model.* (as the hub's files have
+	// them) and two vision tensors beside them. Implies Gemma3.
+	Gemma3Wrapped bool
+	// HeadDim sets Qwen3's and Gemma 3's head_dim.
+	HeadDim int
 }
 
 // Dir describes a directory Write wrote.
@@ -204,30 +239,13 @@ func Write(dir string, o Options) (Dir, error) {
 
 	cfg := native.Config{Vocab: (d.TokenizerSize + 63) &^ 63, DModel: cmp.Or(o.DModel, 32), Layers: 1, Heads: 4, KVHeads: 2, DFF: cmp.Or(o.DFF, 64),
 		MaxSeq: 2048, RopeTheta: 1e6, NormEps: 1e-6, QKVBias: true, TieEmbeddings: !o.Untied}
+	o.Gemma3 = o.Gemma3 || o.Gemma3Wrapped
+	o.Llama = o.Llama || o.Llama31
+	if o.Gemma3 {
+		cfg.Layers = 2
+	}
 	if o.Layers > 0 {
 		cfg.Layers = o.Layers
-	}
-	if o.Llama {
-		cfg.QKVBias, cfg.RopeTheta, cfg.NormEps = false, 5e5, 1e-5
-	}
-	d.Config = cfg
-	seed := o.Seed
-	if seed == 0 {
-		seed = 1
-	}
-	m, err := native.New(cfg, seed)
-	if err != nil {
-		return Dir{}, err
-	}
-	if o.Varied {
-		vary(m, seed)
-	}
-	// Round to bfloat16 so that both layouts hold the same model.
-	for i, v := range m.Params() {
-		m.Params()[i] = math.Float32frombits(roundBF16(v) << 16)
-	}
-	if err := native.SaveHF(dir, m); err != nil {
-		return Dir{}, err
 	}
 	dtype := "float32"
 	switch {
@@ -236,8 +254,60 @@ func Write(dir string, o Options) (Dir, error) {
 	case o.BF16:
 		dtype = "bfloat16"
 	}
-	if dtype != "float32" || o.Shards > 1 {
-		if err := rewriteWeights(dir, dtype, o.Shards); err != nil {
+	switch {
+	case o.Llama:
+		cfg.QKVBias, cfg.RopeTheta, cfg.NormEps = false, 5e5, 1e-5
+		if o.Llama31 {
+			cfg.RopeScaling = native.RopeScaling{Type: "llama3", Factor: 8, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositions: 256}
+		}
+	case o.Qwen3:
+		cfg.QKVBias, cfg.QKNorm, cfg.HeadSize = false, true, cmp.Or(o.HeadDim, 16)
+	case o.Gemma3:
+		cfg.QKVBias, cfg.QKNorm, cfg.NormPlusOne, cfg.SandwichNorm = false, true, true, true
+		cfg.HeadSize, cfg.Activation, cfg.QueryPreAttnScalar = cmp.Or(o.HeadDim, 16), native.ActGELUTanh, 12
+		cfg.SlidingWindow, cfg.RopeLocalTheta = 5, 1e4
+		types := make([]byte, cfg.Layers)
+		for i := range types {
+			types[i] = 's' // sliding_window_pattern 2: layers 1, 3, … are global
+			if (i+1)%2 == 0 {
+				types[i] = 'g'
+			}
+		}
+		cfg.LayerTypes = string(types)
+		// √hidden_size rounded to the dtype, as transformers rounds it.
+		cfg.EmbedScale = float32(math.Sqrt(float64(cfg.DModel)))
+		switch dtype {
+		case "bfloat16":
+			cfg.EmbedScale = math.Float32frombits(roundBF16(cfg.EmbedScale) << 16)
+		case "float16":
+			cfg.EmbedScale = halfToFloat32(toHalf(cfg.EmbedScale))
+		}
+		if o.Gemma3Wrapped {
+			cfg.RopeScaling = native.RopeScaling{Type: "linear", Factor: 8}
+			cfg.ModulePrefix = "model.language_model"
+		}
+	}
+	seed := o.Seed
+	if seed == 0 {
+		seed = 1
+	}
+	m, err := native.New(cfg, seed)
+	if err != nil {
+		return Dir{}, err
+	}
+	d.Config = m.Config() // with the defaults filled in, as LoadHF reads it
+	if o.Varied {
+		vary(m, seed, cfg.NormPlusOne)
+	}
+	// Round to bfloat16 so that both layouts hold the same model.
+	for i, v := range m.Params() {
+		m.Params()[i] = math.Float32frombits(roundBF16(v) << 16)
+	}
+	if err := native.SaveHF(dir, m); err != nil {
+		return Dir{}, err
+	}
+	if dtype != "float32" || o.Shards > 1 || o.Gemma3Wrapped {
+		if err := rewriteWeights(dir, dtype, o.Shards, o.Gemma3Wrapped); err != nil {
 			return Dir{}, err
 		}
 	}
@@ -251,7 +321,8 @@ func Write(dir string, o Options) (Dir, error) {
 		"torch_dtype": dtype, "transformers_version": "4.43.1",
 		"use_cache": true, "use_sliding_window": false, "vocab_size": cfg.Vocab,
 	}
-	if o.Llama {
+	switch {
+	case o.Llama:
 		// As transformers 4.43 saves Llama 3 8B's config (without its
 		// later rope_scaling).
 		for _, k := range []string{"max_window_layers", "sliding_window", "use_sliding_window"} {
@@ -259,6 +330,59 @@ func Write(dir string, o Options) (Dir, error) {
 		}
 		modelConfig["architectures"], modelConfig["model_type"] = []string{"LlamaForCausalLM"}, "llama"
 		modelConfig["attention_bias"], modelConfig["mlp_bias"], modelConfig["pretraining_tp"] = false, false, 1
+		if o.Llama31 {
+			// As Llama 3.2 1B's (transformers 4.45), but for
+			// original_max_position_embeddings (see Options.Llama31).
+			rs := cfg.RopeScaling
+			modelConfig["rope_scaling"] = map[string]any{"factor": rs.Factor, "high_freq_factor": rs.HighFreqFactor,
+				"low_freq_factor": rs.LowFreqFactor, "original_max_position_embeddings": rs.OriginalMaxPositions, "rope_type": "llama3"}
+			modelConfig["head_dim"] = cfg.HeadDim()
+		}
+	case o.Qwen3:
+		// As transformers 4.51 saves Qwen3-0.6B's config.
+		modelConfig["architectures"], modelConfig["model_type"] = []string{"Qwen3ForCausalLM"}, "qwen3"
+		modelConfig["attention_bias"], modelConfig["head_dim"], modelConfig["sliding_window"] = false, cfg.HeadDim(), nil
+		modelConfig["transformers_version"] = "4.51.0"
+	case o.Gemma3:
+		// As transformers 4.50 saves gemma-3-1b-it's config.
+		text := map[string]any{
+			"architectures": []string{"Gemma3ForCausalLM"}, "attention_bias": false, "attention_dropout": 0.0,
+			"attn_logit_softcapping": nil, "bos_token_id": 2, "cache_implementation": "hybrid", "eos_token_id": []int{d.IMEnd, d.EndOfText},
+			"final_logit_softcapping": nil, "head_dim": cfg.HeadDim(), "hidden_activation": "gelu_pytorch_tanh",
+			"hidden_size": cfg.DModel, "initializer_range": 0.02, "intermediate_size": cfg.DFF, "max_position_embeddings": cfg.MaxSeq,
+			"model_type": "gemma3_text", "num_attention_heads": cfg.Heads, "num_hidden_layers": cfg.Layers,
+			"num_key_value_heads": cfg.KVHeads, "pad_token_id": 0, "query_pre_attn_scalar": cfg.QueryPreAttnScalar,
+			"rms_norm_eps": float64(cfg.NormEps), "rope_local_base_freq": cfg.RopeLocalTheta, "rope_scaling": nil,
+			"rope_theta": cfg.RopeTheta, "sliding_window": cfg.SlidingWindow, "sliding_window_pattern": 2,
+			"torch_dtype": dtype, "transformers_version": "4.50.0.dev0", "use_cache": true, "vocab_size": cfg.Vocab,
+		}
+		if cfg.TieEmbeddings {
+			delete(text, "tie_word_embeddings") // Gemma3TextConfig's default: tied
+		} else {
+			text["tie_word_embeddings"] = false
+		}
+		modelConfig = text
+		if o.Gemma3Wrapped {
+			// As gemma-3-4b-it's: the text_config has the keys that
+			// differ from Gemma3TextConfig's defaults, those it keeps
+			// (vocab_size 262208, head_dim 256, …) are written here too
+			// as the tiny model needs them.
+			for _, k := range []string{"architectures", "attention_bias", "attention_dropout", "attn_logit_softcapping",
+				"bos_token_id", "cache_implementation", "eos_token_id", "final_logit_softcapping", "hidden_activation",
+				"initializer_range", "pad_token_id", "rms_norm_eps", "rope_local_base_freq", "rope_theta",
+				"torch_dtype", "transformers_version", "use_cache"} {
+				delete(text, k)
+			}
+			text["rope_scaling"] = map[string]any{"factor": cfg.RopeScaling.Factor, "rope_type": "linear"}
+			modelConfig = map[string]any{
+				"architectures": []string{"Gemma3ForConditionalGeneration"}, "boi_token_index": 255999, "eoi_token_index": 256000,
+				"eos_token_id": []int{d.IMEnd, d.EndOfText}, "image_token_index": 262144, "initializer_range": 0.02,
+				"mm_tokens_per_image": 256, "model_type": "gemma3", "text_config": text, "torch_dtype": dtype,
+				"transformers_version": "4.50.0.dev0",
+				"vision_config": map[string]any{"hidden_size": 8, "image_size": 16, "model_type": "siglip_vision_model",
+					"num_attention_heads": 2, "num_hidden_layers": 1, "patch_size": 8, "vision_use_head": false},
+			}
+		}
 	}
 	files := map[string]any{"config.json": modelConfig, "tokenizer_config.json": tokConfig}
 	if o.GenerationEOS != nil {
@@ -328,15 +452,21 @@ func roundBF16(v float32) uint32 {
 	return (b + 0x7fff + (b>>16)&1) >> 16
 }
 
-// vary redraws m's weights as Options.Varied describes, from seed.
-func vary(m *native.Model, seed uint64) {
+// vary redraws m's weights as Options.Varied describes, from seed: the
+// norms' weights uniform in [0.5, 1.5], or, for norms that scale by 1+w
+// (plusOne), w uniform in [-0.5, 0.5].
+func vary(m *native.Model, seed uint64, plusOne bool) {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
+	base := 0.5
+	if plusOne {
+		base = -0.5
+	}
 	for _, t := range m.Tensors() {
 		x := m.Tensor(t.Name)
 		switch {
 		case strings.HasSuffix(t.Name, "norm"):
 			for i := range x {
-				x[i] = float32(0.5 + rng.Float64())
+				x[i] = float32(base + rng.Float64())
 			}
 		case len(t.Shape) == 1: // the QKV biases
 			for i := range x {
@@ -361,9 +491,11 @@ func vary(m *native.Model, seed uint64) {
 // (float32, bfloat16, or float16) and, with shards > 1, as that many files
 // model-0000k-of-0000n.safetensors listed in model.safetensors.index.json
 // (in the tensors' order, about the same number of tensors in each), as
-// transformers saves checkpoints. The safetensors writer of package native
-// writes one float32 file only.
-func rewriteWeights(dir, dtype string, shards int) error {
+// transformers saves checkpoints. With wrapped, the decoder's tensors are
+// renamed model.* → language_model.model.* (an image-text Gemma 3's
+// layout on the hub) and two vision tensors added. The safetensors
+// writer of package native writes one float32 file only.
+func rewriteWeights(dir, dtype string, shards int, wrapped bool) error {
 	path := filepath.Join(dir, native.WeightsFile)
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -372,6 +504,18 @@ func rewriteWeights(dir, dtype string, shards int) error {
 	tensors, _, err := native.ReadSafetensors(data)
 	if err != nil {
 		return err
+	}
+	if wrapped {
+		for i := range tensors {
+			if rest, ok := strings.CutPrefix(tensors[i].Name, "model."); ok {
+				tensors[i].Name = "language_model.model." + rest
+			} else {
+				tensors[i].Name = "language_model." + tensors[i].Name // lm_head
+			}
+		}
+		tensors = append([]native.NamedTensor{
+			{Name: "vision_tower.vision_model.embeddings.patch_embedding.weight", Shape: []int{8, 3, 8, 8}, Data: make([]float32, 8*3*8*8)},
+			{Name: "multi_modal_projector.mm_input_projection_weight", Shape: []int{8, 32}, Data: make([]float32, 8*32)}}, tensors...)
 	}
 	shards = max(1, min(shards, len(tensors)))
 	if shards == 1 {
@@ -433,6 +577,19 @@ func writeSafetensors(path string, tensors []native.NamedTensor, dtype string) e
 	}
 	file := binary.LittleEndian.AppendUint64(nil, uint64(len(js)))
 	return os.WriteFile(path, append(append(file, js...), body...), 0o644)
+}
+
+// halfToFloat32 widens a binary16 (a normal one, or zero) to float32.
+func halfToFloat32(h uint16) float32 {
+	sign := float32(1)
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp, mant := int(h>>10&0x1f), float64(h&0x3ff)
+	if exp == 0 {
+		return sign * float32(math.Ldexp(mant, -24))
+	}
+	return sign * float32(math.Ldexp(1+mant/1024, exp-15))
 }
 
 // toHalf rounds v to the nearest IEEE 754 binary16 (ties to even), for

@@ -4,6 +4,12 @@
 // head) that samples, scores and trains on the CPU in plain Go, with
 // hand-written forward and backward kernels over package internal/simd
 // (AVX2/AVX-512 assembly GEMM and row kernels, a portable Go path elsewhere).
+// Config's variants compute the decoders of Qwen3 (query/key norms, a
+// head_dim of its own), Llama 3.1/3.2 (llama3 RoPE scaling) and Gemma 3
+// (norms scaling by 1+w, four a block, GeGLU, scaled embeddings, a score
+// scale of its own, sliding-window layers with their own RoPE base
+// between global ones); their zero values are the decoder above, which
+// computes the same bits whatever code the variants added.
 //
 // # Pieces
 //
@@ -34,7 +40,8 @@
 //   - SaveCheckpoint/LoadCheckpoint (checkpoint.go; WriteCheckpoint for a
 //     checkpoint that is part of a larger one) over safetensors
 //     (safetensors.go), and LoadHF/SaveHF (hf.go) for Hugging Face
-//     Llama/Qwen2 checkpoints.
+//     Qwen2, Qwen3, Llama, Mistral and Gemma 3 checkpoints (hf.go's
+//     header says how to add an architecture).
 //
 // # Conventions
 //
@@ -76,15 +83,16 @@
 // Face checkpoints; Q, K and V are fused into one [(H+2·KVH)·hd, D] matrix
 // (rows: Q heads, K heads, V heads) and gate/up into one [2·F, D] matrix.
 // RoPE uses the rotate-half pairing (i, i+hd/2). LoadHF imports a Hugging
-// Face Llama/Qwen2 checkpoint (F32, BF16 or F16, sharded or not) by
-// concatenating those tensors. Besides round-trip tests, TestTorchOracle
-// compares the logits of LoadHF's model, on the inference and training
-// paths, with scripts/hf_logits_torch.py, an independent PyTorch
-// implementation of Hugging Face's Qwen2 and Llama forward passes, on tiny
-// random Qwen2 and Llama-3 directories in F32, BF16 and F16 (largest
-// difference 1.3e-6 of the logits' range, about as far as torch's float32
-// is from float64); testdata/hf_reference.py is an older pure-Python
-// check. The comparison with transformers itself is still to be made.
+// Face checkpoint (F32, BF16 or F16, sharded or not) by concatenating
+// those tensors. Besides round-trip tests, TestTorchOracle compares the
+// logits of LoadHF's model, on the inference and training paths, with
+// scripts/hf_logits_torch.py, an independent PyTorch implementation of
+// Hugging Face's Qwen2, Qwen3, Llama (3.1's RoPE scaling included) and
+// Gemma 3 forward passes, on tiny random directories of each (model/hftest)
+// in F32, BF16 and F16 (largest difference 1.7e-6 of the logits' range,
+// about as far as torch's float32 is from float64);
+// testdata/hf_reference.py is an older pure-Python check. The comparison
+// with transformers itself is still to be made.
 //
 // Determinism. Initialisation is seeded (PCG, no global RNG). Each sample
 // request owns its generator and draws one number per token, and every

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/agentrl/agentrl/model/hftest"
@@ -182,6 +183,33 @@ var oracleCases = []oracleCase{
 	// A config.json without rms_norm_eps means the configuration
 	// classes' default, 1e-6; it shows with the small default weights.
 	{"qwen2-bf16-default-weights-no-eps", hftest.Options{BF16: true, Seed: 20}, map[string]any{"rms_norm_eps": nil}},
+
+	// Qwen3: query/key norms, head_dim 16 = 2·hidden_size/heads (and once
+	// equal to it).
+	{"qwen3-f32-tied", hftest.Options{Qwen3: true, Varied: true, Seed: 31}, nil},
+	{"qwen3-bf16-untied-2l-2shards", hftest.Options{Qwen3: true, Varied: true, Untied: true, BF16: true, Layers: 2, Shards: 2, Seed: 32}, nil},
+	{"qwen3-f32-head_dim-8-2l", hftest.Options{Qwen3: true, Varied: true, HeadDim: 8, Layers: 2, Seed: 33}, nil},
+	// Llama 3.1/3.2: rope_scaling llama3, in transformers 4's and 5's
+	// keys.
+	{"llama31-f32-untied-2l", hftest.Options{Llama31: true, Varied: true, Untied: true, Layers: 2, Seed: 34}, nil},
+	{"llama31-bf16-tied-3shards", hftest.Options{Llama31: true, Varied: true, BF16: true, Shards: 3, Seed: 35}, nil},
+	{"llama31-f32-rope_parameters", hftest.Options{Llama31: true, Varied: true, Layers: 2, Seed: 36},
+		map[string]any{"rope_theta": nil, "rope_scaling": nil, "rope_parameters": map[string]any{"rope_type": "llama3", "rope_theta": 5e5,
+			"factor": 8, "low_freq_factor": 1, "high_freq_factor": 4, "original_max_position_embeddings": 256}}},
+	// Gemma 3: sliding layers (window 5) and global ones, in
+	// transformers 4.50's keys and 5's, as gemma3_text and as the text
+	// decoder of a gemma3 image-text checkpoint (rope_scaling linear on the
+	// global layers, the weights named language_model.model.*).
+	{"gemma3-f32-tied-2l", hftest.Options{Gemma3: true, Varied: true, Seed: 37}, nil},
+	{"gemma3-bf16-untied-3l-2shards", hftest.Options{Gemma3: true, Varied: true, Untied: true, BF16: true, Layers: 3, Shards: 2, Seed: 38}, nil},
+	{"gemma3-f16-default-weights", hftest.Options{Gemma3: true, F16: true, Seed: 39}, nil},
+	{"gemma3-f32-transformers5-3l", hftest.Options{Gemma3: true, Varied: true, Layers: 3, Seed: 40},
+		map[string]any{"rope_theta": nil, "rope_local_base_freq": nil, "sliding_window_pattern": nil,
+			"layer_types": []string{"sliding_attention", "full_attention", "sliding_attention"},
+			"rope_parameters": map[string]any{"full_attention": map[string]any{"rope_type": "default", "rope_theta": 1e6},
+				"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": 1e4}}}},
+	{"gemma3-image-text-f32", hftest.Options{Gemma3Wrapped: true, Varied: true, Seed: 41}, nil},
+	{"gemma3-image-text-bf16-3l-2shards", hftest.Options{Gemma3Wrapped: true, Varied: true, BF16: true, Layers: 3, Shards: 2, Seed: 42}, nil},
 }
 
 // oracleSeqs are the token sequences: lengths 1 to 40, ids over the whole
@@ -232,8 +260,8 @@ func TestTorchOracle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := m.Config(); got.QKVBias != !c.o.Llama || got.TieEmbeddings != !c.o.Untied {
-				t.Fatalf("config %+v does not match the options %+v", got, c.o)
+			if got := m.Config(); got != dirs[i].Config {
+				t.Fatalf("config %+v, want hftest's %+v", got, dirs[i].Config)
 			}
 			infer := m.PrefillLogits(seqs)
 			train, err := m.TrainLogits(seqs)
@@ -299,7 +327,10 @@ func TestTorchOracleSensitivity(t *testing.T) {
 		base   int // the directory: 0 Varied weights, 1 default weights
 		change func(cfg map[string]any, ts map[string][]float32)
 	}
-	cfgs := []hftest.Options{{Varied: true, Untied: true, Layers: 2, Seed: 21}, {Untied: true, Layers: 2, Seed: 22}}
+	cfgs := []hftest.Options{{Varied: true, Untied: true, Layers: 2, Seed: 21}, {Untied: true, Layers: 2, Seed: 22},
+		{Gemma3: true, Varied: true, Untied: true, Layers: 2, Seed: 23}, {Llama31: true, Varied: true, Untied: true, Layers: 2, Seed: 24},
+		{Qwen3: true, Varied: true, Untied: true, Layers: 2, Seed: 25}}
+	const gemma, llama31, qwen3 = 2, 3, 4
 	const heads, kvHeads, hd = 4, 2, 8 // hftest's shape
 	rows := func(w []float32, perm []int, width int) {
 		// Reorders the blocks of width·(row length) values of w by perm.
@@ -359,6 +390,42 @@ func TestTorchOracleSensitivity(t *testing.T) {
 			copy(g, u)
 			copy(u, tmp)
 		}},
+		{"llama3 rope_scaling ignored", llama31, func(cfg map[string]any, _ map[string][]float32) { cfg["rope_scaling"] = nil }},
+		{"Qwen3's q_norm and k_norm swapped", qwen3, func(_ map[string]any, ts map[string][]float32) {
+			for l := range 2 {
+				q, k := ts[fmt.Sprintf("model.layers.%d.self_attn.q_norm.weight", l)], ts[fmt.Sprintf("model.layers.%d.self_attn.k_norm.weight", l)]
+				for i := range q {
+					q[i], k[i] = k[i], q[i]
+				}
+			}
+		}},
+		{"Gemma's norms scaling by w, not 1+w", gemma, func(_ map[string]any, ts map[string][]float32) {
+			for name, w := range ts {
+				if strings.HasSuffix(name, "norm.weight") {
+					for i := range w {
+						w[i]--
+					}
+				}
+			}
+		}},
+		{"Gemma's embeddings not scaled by √hidden_size", gemma, func(_ map[string]any, ts map[string][]float32) {
+			for i := range ts["model.embed_tokens.weight"] {
+				ts["model.embed_tokens.weight"][i] /= float32(math.Sqrt(32))
+			}
+		}},
+		{"Gemma's sliding window one position longer", gemma, func(cfg map[string]any, _ map[string][]float32) { cfg["sliding_window"] = 6 }},
+		{"Gemma's sliding layers with the global RoPE base", gemma, func(cfg map[string]any, _ map[string][]float32) { cfg["rope_local_base_freq"] = 1e6 }},
+		{"Gemma's scores scaled by 1/√head_dim, not query_pre_attn_scalar", gemma, func(cfg map[string]any, _ map[string][]float32) {
+			cfg["query_pre_attn_scalar"] = 16
+		}},
+		{"Gemma's post_attention_layernorm taken for the MLP's input norm, as Llama's", gemma, func(_ map[string]any, ts map[string][]float32) {
+			for l := range 2 {
+				a, b := ts[fmt.Sprintf("model.layers.%d.post_attention_layernorm.weight", l)], ts[fmt.Sprintf("model.layers.%d.pre_feedforward_layernorm.weight", l)]
+				for i := range a {
+					a[i], b[i] = b[i], a[i]
+				}
+			}
+		}},
 		{"attention scores unscaled", 0, func(_ map[string]any, ts map[string][]float32) {
 			for l := range 2 {
 				for _, s := range []string{"weight", "bias"} {
@@ -390,7 +457,7 @@ func TestTorchOracleSensitivity(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := compare(t, v.defect, m.PrefillLogits(reqs[i].IDs), res[i].Logits)
-		t.Logf("%s (%s weights): %v", v.defect, map[int]string{0: "Varied", 1: "default"}[v.base], d)
+		t.Logf("%s (%s weights): %v", v.defect, map[bool]string{true: "Varied", false: "default"}[cfgs[v.base].Varied], d)
 		if d.rel() < 10*torchTolerance {
 			t.Errorf("%s: the oracle moves by %v, within 10× the tolerance %.0e", v.defect, d, torchTolerance)
 		}
