@@ -18,7 +18,8 @@ import (
 )
 
 // This file makes a Policy of a Hugging Face model directory: the weights
-// through native.LoadHF (Llama, Mistral and Qwen2 decoders), the tokenizer
+// through native.LoadHF (Qwen2, Qwen3, Llama, Mistral and Gemma 3
+// decoders), the tokenizer
 // through hftok and the chat template through chattemplate, so that the
 // policy renders, encodes and decodes exactly as transformers does.
 
@@ -220,19 +221,21 @@ func readHF(dir string) (HFFiles, *hfCodec, error) {
 // hfModelConfig is what this package reads of config.json itself; the
 // architecture is native.LoadHF's.
 type hfModelConfig struct {
-	MaxPositions int             `json:"max_position_embeddings"`
-	EOSTokenID   json.RawMessage `json:"eos_token_id"`
+	EOSTokenID json.RawMessage `json:"eos_token_id"`
 }
 
 // loadHFModel loads the weights of dir with a context of maxContext
 // (bounded by max_position_embeddings).
 func loadHFModel(dir string, files HFFiles, maxContext int) (*native.Model, error) {
-	var hc hfModelConfig
-	if err := json.Unmarshal(files[hfConfigFile], &hc); err != nil {
-		return nil, fmt.Errorf("local: hf: %s: %s: %w", dir, hfConfigFile, err)
+	// The architecture's context: max_position_embeddings (of the
+	// text_config of an image-text model, or its configuration class's
+	// default).
+	cfg, err := native.ParseHFConfig(files[hfConfigFile], 0)
+	if err != nil {
+		return nil, fmt.Errorf("local: hf: %s: %w", dir, err)
 	}
 	maxSeq := 0 // native.LoadHF: max_position_embeddings
-	if maxContext > 0 && (hc.MaxPositions <= 0 || maxContext < hc.MaxPositions) {
+	if maxContext > 0 && (cfg.MaxSeq <= 0 || maxContext < cfg.MaxSeq) {
 		maxSeq = maxContext
 	}
 	m, err := native.LoadHF(dir, maxSeq)
@@ -248,13 +251,34 @@ func loadHFModel(dir string, files HFFiles, maxContext int) (*native.Model, erro
 // files' config.json with torch_dtype float32 (everything else as it was,
 // so transformers and vLLM read the model as before), and the other files
 // unchanged. model must be the architecture files describe, as a model
-// from ReadHF trained in place is. The files are not fsynced: write into a
-// directory that is then synced and swapped in (internal/atomicdir), as the
-// trainer's checkpoints are.
+// from ReadHF trained in place is. Two exceptions: a Gemma model keeps its
+// torch_dtype, which decides how its embedding scale √hidden_size is
+// rounded (transformers and vLLM run it in that dtype; LoadHF rounds the
+// scale to it), and the text decoder of a Gemma 3 image-text model, whose
+// vision tower is not kept, is written as a text model (model_type
+// gemma3_text, Gemma3ForCausalLM: its text_config, with the top level's
+// dtype and token ids where it has none). The files are not fsynced:
+// write into a directory that is then synced and swapped in
+// (internal/atomicdir), as the trainer's checkpoints are.
 func WriteHF(dir string, model *native.Model, files HFFiles) error {
 	var src map[string]any
 	if err := json.Unmarshal(files[hfConfigFile], &src); err != nil {
 		return fmt.Errorf("local: hf: %s: %w", hfConfigFile, err)
+	}
+	if src["model_type"] == "gemma3" {
+		text, ok := src["text_config"].(map[string]any)
+		if !ok {
+			return fmt.Errorf("local: hf: %s: model_type gemma3 without a text_config", hfConfigFile)
+		}
+		for _, k := range []string{"torch_dtype", "dtype", "bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings", "transformers_version"} {
+			if v, ok := src[k]; ok {
+				if _, has := text[k]; !has {
+					text[k] = v
+				}
+			}
+		}
+		text["model_type"], text["architectures"] = "gemma3_text", []string{"Gemma3ForCausalLM"}
+		src = text
 	}
 	if err := native.SaveHF(dir, model); err != nil {
 		return err
@@ -276,13 +300,21 @@ func WriteHF(dir string, model *native.Model, files HFFiles) error {
 			return fmt.Errorf("local: hf: the model does not match %s: %s is %v there, %v in the model", hfConfigFile, key, want, written[key])
 		}
 	}
-	src["torch_dtype"] = "float32"
-	if _, ok := src["dtype"]; ok { // the key's name since transformers 4.56
-		src["dtype"] = "float32"
+	if model.Config().EmbedScale == 0 {
+		src["torch_dtype"] = "float32"
+		if _, ok := src["dtype"]; ok { // the key's name since transformers 4.56
+			src["dtype"] = "float32"
+		}
 	}
 	cfg, err := json.MarshalIndent(src, "", "  ")
 	if err != nil {
 		return fmt.Errorf("local: hf: %w", err)
+	}
+	// The config.json written must read back as the model's architecture.
+	want := model.Config()
+	want.ModulePrefix, want.ValueHead = "", false
+	if got, err := native.ParseHFConfig(cfg, want.MaxSeq); err != nil || got != want {
+		return fmt.Errorf("local: hf: the model does not match %s: it reads as %+v, the model is %+v (%v)", hfConfigFile, got, want, err)
 	}
 	out := map[string][]byte{hfConfigFile: append(cfg, '\n')}
 	for name, data := range files {

@@ -452,3 +452,84 @@ func TestHFQwen3Tokenizer(t *testing.T) {
 	}
 	checkSampleThenScore(t, p, prompt)
 }
+
+// TestHFArchitectures loads the other architectures' directories (Qwen3,
+// Llama 3.1, Gemma 3 as a text model and as the text decoder of an
+// image-text model; float32, bfloat16, shards) as policies that sample
+// what they score, and writes each back with WriteHF as a directory that
+// reads as the same model: the image-text model's decoder as a gemma3_text
+// model, Gemma's torch_dtype kept for its embedding scale.
+func TestHFArchitectures(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name      string
+		o         hftest.Options
+		modelType string // of the written config.json
+	}{
+		{"qwen3", hftest.Options{Qwen3: true, Varied: true, Seed: 2}, "qwen3"},
+		{"llama31-bf16-2shards", hftest.Options{Llama31: true, Varied: true, BF16: true, Shards: 2, Seed: 3}, "llama"},
+		{"gemma3-bf16", hftest.Options{Gemma3: true, Varied: true, BF16: true, Seed: 4}, "gemma3_text"},
+		{"gemma3-image-text-3shards", hftest.Options{Gemma3Wrapped: true, Varied: true, Shards: 3, Seed: 5}, "gemma3_text"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := hftest.Write(filepath.Join(t.TempDir(), c.name), c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := LoadCheckpoint(d.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Lock().Config(); got != d.Config {
+				t.Errorf("config %+v, want %+v", got, d.Config)
+			}
+			p.Unlock()
+			prompt, err := p.RenderChat(ctx, conversation, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSampleThenScore(t, p, prompt)
+
+			m, files, err := ReadHF(d.Path, 128)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "out")
+			if err := WriteHF(out, m, files); err != nil {
+				t.Fatal(err)
+			}
+			var cfg map[string]any
+			json.Unmarshal(must(os.ReadFile(filepath.Join(out, "config.json"))), &cfg)
+			wantDtype := "float32"
+			if m.Config().EmbedScale != 0 && c.o.BF16 {
+				wantDtype = "bfloat16"
+			}
+			if cfg["model_type"] != c.modelType || cfg["torch_dtype"] != wantDtype {
+				t.Errorf("config.json: model_type %v, torch_dtype %v; want %s, %s", cfg["model_type"], cfg["torch_dtype"], c.modelType, wantDtype)
+			}
+			back, files2, err := ReadHF(out, 128)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := m.Config()
+			want.ModulePrefix = ""
+			if !slices.Equal(back.Params(), m.Params()) || back.Config() != want {
+				t.Errorf("the model written and read back differs: %+v, want %+v", back.Config(), want)
+			}
+			a, err := NewHF("a", m, files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := NewHF("b", back, files2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := []policy.Request{{Prompt: prompt, Sampling: policy.Sampling{Temperature: 1, MaxTokens: 8, Seed: 3}}}
+			sa, _ := a.Sample(ctx, req)
+			sb, _ := b.Sample(ctx, req)
+			if !slices.Equal(sa[0].Tokens, sb[0].Tokens) || !slices.Equal(sa[0].LogProbs, sb[0].LogProbs) {
+				t.Error("the written model samples differently")
+			}
+		})
+	}
+}
