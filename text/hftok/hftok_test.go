@@ -348,22 +348,25 @@ func TestErrors(t *testing.T) {
 	}{
 		{"malformed JSON", `{"model": `, "tokenizer.json"},
 		{"not an object", `[1, 2]`, "tokenizer.json"},
-		{"WordPiece model", strings.Replace(tinyJSON(tinyOptions{}), `"type": "BPE"`, `"type": "WordPiece"`, 1), `model type "WordPiece" is not supported`},
-		{"Unigram model", `{"model": {"type": "Unigram", "vocab": [["a", 0.0]]}}`, `model type "Unigram"`},
+		{"unknown model", strings.Replace(tinyJSON(tinyOptions{}), `"type": "BPE"`, `"type": "Fancy"`, 1), `model type "Fancy" is not supported`},
 		{"no model", `{"pre_tokenizer": null}`, "model is missing"},
+		{"Unigram unk_id", `{"model": {"type": "Unigram", "unk_id": 3, "vocab": [["a", 0.0]]}}`, `model (Unigram): unk_id 3 is outside the vocabulary`},
+		{"WordPiece vocab", `{"model": {"type": "WordPiece", "vocab": [1]}}`, `model (WordPiece): vocab`},
 		{"dropout", tinyJSON(tinyOptions{model: `, "dropout": 0.1`}), "dropout"},
 		{"unk not in vocab", tinyJSON(tinyOptions{model: `, "unk_token": "<unk>"`}), `unk_token "<unk>" is not in the vocabulary`},
 		{"bad merge", strings.Replace(tinyJSON(tinyOptions{}), `"h e"`, `"h q9"`, 1), `"q9" is not in the vocabulary`},
 		{"merge of three", strings.Replace(tinyJSON(tinyOptions{}), `"h e"`, `"h e x"`, 1), "not two tokens"},
-		{"Lowercase normalizer", tinyJSON(tinyOptions{normalizer: `{"type": "Lowercase"}`}), `unsupported normalizer type "Lowercase"`},
-		{"nested normalizer", tinyJSON(tinyOptions{normalizer: `{"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Strip"}]}`}), `normalizer.normalizers[1]: unsupported normalizer type "Strip"`},
-		{"Metaspace pre-tokenizer", tinyJSON(tinyOptions{preTokenizer: `{"type": "Metaspace", "replacement": "▁"}`}), `unsupported pre-tokenizer type "Metaspace"`},
-		{"no ByteLevel", tinyJSON(tinyOptions{preTokenizer: `{"type": "Split", "pattern": {"String": " "}, "behavior": "Removed", "invert": false}`}), "no ByteLevel step"},
-		{"null pre-tokenizer", tinyJSON(tinyOptions{preTokenizer: `null`}), "pre_tokenizer is null"},
-		{"step after ByteLevel", tinyJSON(tinyOptions{preTokenizer: `{"type": "Sequence", "pretokenizers": [{"type": "ByteLevel"}, {"type": "Split", "pattern": {"String": " "}, "behavior": "Removed", "invert": false}]}`}), "after ByteLevel"},
-		{"unknown regex", tinyJSON(tinyOptions{preTokenizer: `{"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "\\w+"}, "behavior": "Isolated", "invert": false}, {"type": "ByteLevel"}]}`}), `unsupported regex pattern "\\w+"`},
+		{"Precompiled normalizer", tinyJSON(tinyOptions{normalizer: `{"type": "Precompiled", "precompiled_charsmap": "AAAA"}`}), `normalizer (Precompiled): the Precompiled normalizer`},
+		{"nested normalizer", tinyJSON(tinyOptions{normalizer: `{"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "Fancy"}]}`}), `normalizer.normalizers[1]: unsupported normalizer type "Fancy"`},
+		{"Replace without content", tinyJSON(tinyOptions{normalizer: `{"type": "Replace", "pattern": {"String": " "}}`}), `normalizer (Replace): want a pattern and a content string`},
+		{"UnicodeScripts pre-tokenizer", tinyJSON(tinyOptions{preTokenizer: `{"type": "UnicodeScripts"}`}), `unsupported pre-tokenizer type "UnicodeScripts"`},
+		{"Metaspace scheme", tinyJSON(tinyOptions{preTokenizer: `{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "sometimes"}`}), `pre_tokenizer (Metaspace): unsupported prepend_scheme "sometimes"`},
+		{"Metaspace replacement", tinyJSON(tinyOptions{preTokenizer: `{"type": "Metaspace", "replacement": "ab"}`}), `must be one character`},
+		{"empty String pattern", tinyJSON(tinyOptions{preTokenizer: `{"type": "Split", "pattern": {"String": ""}, "behavior": "Removed", "invert": false}`}), "non-empty String or a Regex"},
+		{"back-reference", tinyJSON(tinyOptions{preTokenizer: `{"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"Regex": "(a)\\1"}, "behavior": "Isolated", "invert": false}, {"type": "ByteLevel"}]}`}), `pre_tokenizer.pretokenizers[0] (Split): unsupported regex pattern: regex "(a)\\1"`},
 		{"unknown behavior", tinyJSON(tinyOptions{preTokenizer: `{"type": "Sequence", "pretokenizers": [{"type": "Split", "pattern": {"String": "-"}, "behavior": "Sideways", "invert": false}, {"type": "ByteLevel"}]}`}), `unsupported behavior "Sideways"`},
-		{"WordPiece decoder", tinyJSON(tinyOptions{decoder: `{"type": "WordPiece", "prefix": "##"}`}), `unsupported decoder type "WordPiece"`},
+		{"CTC decoder", tinyJSON(tinyOptions{decoder: `{"type": "CTC"}`}), `unsupported decoder type "CTC"`},
+		{"Strip decoder", tinyJSON(tinyOptions{decoder: `{"type": "Strip", "content": "ab", "start": 1, "stop": 0}`}), `decoder (Strip): want one content character`},
 		{"unknown post-processor", tinyJSON(tinyOptions{postProcessor: `{"type": "Fancy"}`}), `unsupported post-processor type "Fancy"`},
 		{"template without its token", tinyJSON(tinyOptions{postProcessor: `{"type": "TemplateProcessing", "single": ["[CLS]", "$A"], "special_tokens": {}}`}), `special token "[CLS]" is missing`},
 		{"template with B", tinyJSON(tinyOptions{postProcessor: `{"type": "TemplateProcessing", "single": ["$A", "$B"], "special_tokens": {}}`}), `refers to sequence "B"`},
@@ -387,7 +390,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "WordLevel") {
-		t.Errorf("Load(WordLevel file) = %v, want an error naming the file and the model", err)
+		t.Errorf("Load(WordLevel file without vocab) = %v, want an error naming the file and the model", err)
 	}
 	if _, err := ParseConfig([]byte(`{"bos_token": 3}`)); err == nil || !strings.Contains(err.Error(), "bos_token") {
 		t.Errorf("ParseConfig(bad bos) = %v", err)

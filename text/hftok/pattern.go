@@ -1,14 +1,21 @@
 package hftok
 
-import "unicode/utf8"
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
 
-// The Split pre-tokenizer's regular expressions use look-ahead (\s+(?!\S)),
-// which Go's regexp lacks, and HF runs them with Oniguruma, a backtracking
-// engine whose leftmost-first alternation differs from RE2's semantics anyway.
-// So this package recognises the exact pattern strings of the families it
-// supports and runs a hand-written matcher for each, derived alternative by
-// alternative from the backtracking semantics (see matchCL100K and matchGPT2).
-// An unknown pattern is an error naming it.
+	"github.com/agentrl/agentrl/text/hftok/internal/onigre"
+)
+
+// HF runs the regular expressions of Split pre-tokenizers, Replace
+// normalizers and Replace decoders with Oniguruma; internal/onigre is a
+// backtracking engine with its semantics. The pre-tokenizer patterns of
+// the most common model families also have hand-written matchers here,
+// derived alternative by alternative from the backtracking semantics (see
+// matchCL100K and matchGPT2): they are several times faster than the
+// engine, and a test checks that both give the same pieces.
 
 // Pattern strings as they appear in tokenizer.json files.
 const (
@@ -28,7 +35,7 @@ const (
 // some alternative always matches, so the leftmost match from i starts at i.
 type matcher func(s string, i int) int
 
-// knownPatterns maps supported Split regexes to their matchers.
+// knownPatterns maps the patterns with hand-written matchers to them.
 var knownPatterns = map[string]matcher{
 	PatternGPT2:   matchGPT2,
 	PatternLlama3: func(s string, i int) int { return matchCL100K(s, i, 3) },
@@ -187,4 +194,84 @@ func matchGPT2(s string, i int) int {
 		return runEnd(s, i, cls)
 	}
 	return spaceTail(s, i)
+}
+
+// pattern is the pattern of a Split, a Replace normalizer or a Replace
+// decoder: a literal string (HF escapes it into a regex) or a regex.
+type pattern struct {
+	literal string         // a String pattern
+	hand    matcher        // a Regex with a hand-written matcher
+	re      *onigre.Regexp // any other Regex
+}
+
+// patternJSON is {"String": "..."} or {"Regex": "..."}.
+type patternJSON struct {
+	String *string `json:"String"`
+	Regex  *string `json:"Regex"`
+}
+
+func (pj patternJSON) compile() (*pattern, error) {
+	switch {
+	case pj.Regex != nil:
+		if m, ok := knownPatterns[*pj.Regex]; ok {
+			return &pattern{hand: m}, nil
+		}
+		re, err := onigre.Compile(*pj.Regex)
+		if err != nil {
+			return nil, fmt.Errorf("unsupported regex pattern: %w", err)
+		}
+		return &pattern{re: re}, nil
+	case pj.String != nil && *pj.String != "":
+		return &pattern{literal: *pj.String}, nil
+	}
+	return nil, fmt.Errorf("pattern must be a non-empty String or a Regex")
+}
+
+// parsePatternJSON reads a pattern object.
+func parsePatternJSON(raw json.RawMessage) (*pattern, error) {
+	var pj patternJSON
+	if err := json.Unmarshal(raw, &pj); err != nil {
+		return nil, err
+	}
+	return pj.compile()
+}
+
+// findAll appends the [start, end) offsets of the pattern's successive
+// matches in s.
+func (p *pattern) findAll(dst [][2]int, s string) [][2]int {
+	switch {
+	case p.hand != nil:
+		return findAll(dst, s, p.hand)
+	case p.re != nil:
+		return p.re.FindAll(dst, s)
+	}
+	for i := 0; i <= len(s)-len(p.literal); {
+		j := strings.Index(s[i:], p.literal)
+		if j < 0 {
+			break
+		}
+		dst = append(dst, [2]int{i + j, i + j + len(p.literal)})
+		i += j + len(p.literal)
+	}
+	return dst
+}
+
+// replaceAll replaces every match in s with content.
+func (p *pattern) replaceAll(s, content string) string {
+	if p.literal != "" {
+		return strings.ReplaceAll(s, p.literal, content)
+	}
+	ms := p.findAll(nil, s)
+	if len(ms) == 0 {
+		return s
+	}
+	var b strings.Builder
+	prev := 0
+	for _, m := range ms {
+		b.WriteString(s[prev:m[0]])
+		b.WriteString(content)
+		prev = m[1]
+	}
+	b.WriteString(s[prev:])
+	return b.String()
 }

@@ -3,6 +3,8 @@ package hftok
 import (
 	"slices"
 	"testing"
+
+	"github.com/agentrl/agentrl/text/hftok/internal/onigre"
 )
 
 // TestPatternPieces checks each supported pattern's pieces on tricky inputs.
@@ -91,16 +93,61 @@ func TestSplitBehaviors(t *testing.T) {
 		{behaviorIsolated, true, []string{"the", "-", "final", "-", "-", "countdown"}},
 		{behaviorMergedWithPrevious, true, []string{"the", "-final", "-", "-countdown"}},
 	} {
-		st := &splitStep{literal: "-", behavior: c.behavior, invert: c.invert}
-		got, _ := st.split(nil, s, nil)
-		if !slices.Equal(got, c.want) {
-			t.Errorf("behavior %d invert %v: got %q, want %q", c.behavior, c.invert, got, c.want)
+		st := &splitStep{pat: &pattern{literal: "-"}, behavior: c.behavior, invert: c.invert}
+		got, _ := st.split(nil, piece{s: s}, nil)
+		if !slices.Equal(pieceTexts(got), c.want) {
+			t.Errorf("behavior %d invert %v: got %q, want %q", c.behavior, c.invert, pieceTexts(got), c.want)
 		}
 	}
-	st := &splitStep{match: knownPatterns[PatternQwen2], behavior: behaviorRemoved}
-	if got, _ := st.split(nil, "a b", nil); len(got) != 0 {
-		t.Errorf("Removed with a pattern matching everything = %q", got)
+	st := &splitStep{pat: &pattern{hand: knownPatterns[PatternQwen2]}, behavior: behaviorRemoved}
+	if got, _ := st.split(nil, piece{s: "a b"}, nil); len(got) != 0 {
+		t.Errorf("Removed with a pattern matching everything = %q", pieceTexts(got))
 	}
+}
+
+func pieceTexts(ps []piece) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.s
+	}
+	return out
+}
+
+// TestHandMatchersAgainstEngine checks the hand-written matchers against
+// the general regex engine on the reference corpus and generated text.
+func TestHandMatchersAgainstEngine(t *testing.T) {
+	texts := append(referenceCorpus(), generatedCorpus(5, 2000, 40)...)
+	for src, m := range knownPatterns {
+		re := onigre.MustCompile(src)
+		for _, s := range texts {
+			if got, want := findAll(nil, s, m), re.FindAll(nil, s); !slices.Equal(got, want) {
+				t.Fatalf("%.30q on %q: hand-written matcher %v, engine %v", src, s, got, want)
+			}
+		}
+	}
+}
+
+// FuzzHandMatchers compares the hand-written matchers with the engine on
+// arbitrary input.
+func FuzzHandMatchers(f *testing.F) {
+	for _, s := range handCorpus {
+		f.Add(s)
+	}
+	type pair struct {
+		hand matcher
+		re   *onigre.Regexp
+	}
+	var pairs []pair
+	for src, m := range knownPatterns {
+		pairs = append(pairs, pair{m, onigre.MustCompile(src)})
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, p := range pairs {
+			if got, want := findAll(nil, s, p.hand), p.re.FindAll(nil, s); !slices.Equal(got, want) {
+				t.Fatalf("%.30q on %q: hand-written matcher %v, engine %v", p.re, s, got, want)
+			}
+		}
+	})
 }
 
 // TestByteLevelTable checks GPT-2's bytes_to_unicode against the tests'

@@ -9,19 +9,22 @@ import (
 	"sync"
 )
 
-// Tokenizer encodes and decodes text as a Hugging Face byte-level BPE
-// tokenizer.json does. It is safe for concurrent use.
+// Tokenizer encodes and decodes text as a Hugging Face tokenizer.json
+// does. It is safe for concurrent use.
 type Tokenizer struct {
-	norm  normalizer
-	pre   *preTokenizer
-	model *bpeModel
+	norm  normalizer    // nil: none
+	pre   *preTokenizer // nil: none
+	model model
 	added addedVocab
 	post  *postProcessor
+	dec   decoder // nil: the tokens are joined with spaces
 
-	byteLevelDecoder bool // else the tokens are joined with spaces
+	// byteDecode: the decoder is ByteLevel alone, and Decode joins
+	// tokBytes directly.
+	byteDecode bool
 
 	// Per id (indexed by id; ok false for ids no token has): the token
-	// string, the bytes the decoder turns it into, and whether it is a
+	// string, the bytes the decoder makes of it, and whether it is a
 	// special token's content (skipped by Decode with skipSpecial).
 	ok       []bool
 	tokStr   []string
@@ -57,6 +60,29 @@ type addedTokenJSON struct {
 	Special    bool   `json:"special"`
 }
 
+// decodeFileJSON reads the top level of tokenizer.json. The model is
+// only located, not checked: parseModel reads it.
+func decodeFileJSON(data []byte) (*fileJSON, error) {
+	fields, ok := objectFields(data)
+	if !ok {
+		var f fileJSON
+		err := json.Unmarshal(data, &f)
+		return &f, err
+	}
+	model := fields["model"]
+	delete(fields, "model")
+	small, err := json.Marshal(fields)
+	if err != nil {
+		return nil, err
+	}
+	var f fileJSON
+	if err := json.Unmarshal(small, &f); err != nil {
+		return nil, err
+	}
+	f.Model = model
+	return &f, nil
+}
+
 // Load reads a tokenizer.json file; see Parse.
 func Load(path string) (*Tokenizer, error) {
 	data, err := os.ReadFile(path)
@@ -71,13 +97,9 @@ func Load(path string) (*Tokenizer, error) {
 }
 
 // Parse builds a Tokenizer from the contents of a tokenizer.json file. It
-// returns an error naming the component for anything it does not support:
-// a model other than BPE, BPE dropout, a normalizer other than NFC, NFD,
-// NFKC, NFKD or a Sequence of them, a pre-tokenizer that is not ByteLevel
-// (optionally after Split steps), a Split regex other than the known ones, a
-// decoder other than ByteLevel, a post-processor other than ByteLevel,
-// TemplateProcessing, RobertaProcessing, BertProcessing or a Sequence of
-// them, and truncation or padding.
+// returns an error naming the component and its type for anything it does
+// not support (see the package documentation), and for truncation and
+// padding settings, which change what an encoding is.
 //
 // Added tokens get their ids as HF's tokenizers library gives them when it
 // loads the file: the id of the same string in the model's vocabulary if it
@@ -93,8 +115,8 @@ func Parse(data []byte) (*Tokenizer, error) {
 }
 
 func parse(data []byte) (*Tokenizer, error) {
-	var f fileJSON
-	if err := json.Unmarshal(data, &f); err != nil {
+	f, err := decodeFileJSON(data)
+	if err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
 	if !isNull(f.Truncation) {
@@ -104,22 +126,30 @@ func parse(data []byte) (*Tokenizer, error) {
 		return nil, fmt.Errorf("padding is not supported (it must be null)")
 	}
 	t := &Tokenizer{}
-	var err error
-	if t.model, err = parseBPE(f.Model); err != nil {
+	if t.model, err = parseModel(f.Model); err != nil {
 		return nil, err
 	}
-	if t.norm, err = parseNormalizer(f.Normalizer); err != nil {
+	if t.norm, err = parseNormalizer(f.Normalizer, "normalizer"); err != nil {
 		return nil, err
 	}
 	if t.pre, err = parsePreTokenizer(f.PreTokenizer); err != nil {
 		return nil, err
 	}
+	// Byte-level BPE: the model maps the raw bytes of the last ByteLevel
+	// step's pieces itself, sparing a string per piece.
+	if bpe, ok := t.model.(*bpeModel); ok {
+		if bl := t.pre.lastByteLevel(); bl != nil {
+			bl.encode = false
+			bpe.byteInput = true
+		}
+	}
 	if t.post, err = parsePostProcessor(f.PostProcessor); err != nil {
 		return nil, err
 	}
-	if t.byteLevelDecoder, err = parseDecoder(f.Decoder); err != nil {
+	if t.dec, err = parseDecoder(f.Decoder, "decoder"); err != nil {
 		return nil, err
 	}
+	_, t.byteDecode = t.dec.(byteLevelDecoder)
 	if err := t.addTokens(f.AddedTokens); err != nil {
 		return nil, err
 	}
@@ -130,39 +160,21 @@ func parse(data []byte) (*Tokenizer, error) {
 	return t, nil
 }
 
-// parseDecoder accepts ByteLevel (or a Sequence holding only it) and null.
-func parseDecoder(raw json.RawMessage) (byteLevel bool, err error) {
-	if isNull(raw) {
-		return false, nil
+// normalize applies the normalizer.
+func (t *Tokenizer) normalize(s string) string {
+	if t.norm == nil {
+		return s
 	}
-	var t typed
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return false, fmt.Errorf("decoder: %w", err)
-	}
-	switch t.Type {
-	case "ByteLevel":
-		return true, nil
-	case "Sequence":
-		var seq struct {
-			Decoders []json.RawMessage `json:"decoders"`
-		}
-		if err := json.Unmarshal(raw, &seq); err != nil {
-			return false, fmt.Errorf("decoder (Sequence): %w", err)
-		}
-		if len(seq.Decoders) == 1 {
-			if bl, err := parseDecoder(seq.Decoders[0]); err != nil || bl {
-				return bl, err
-			}
-		}
-		return false, fmt.Errorf("decoder: only a Sequence of one ByteLevel decoder is supported")
-	default:
-		return false, fmt.Errorf("decoder: unsupported decoder type %q (only ByteLevel)", t.Type)
-	}
+	return t.norm.normalize(s)
 }
 
 // addTokens registers the added tokens the way HF's AddedVocabulary does.
 func (t *Tokenizer) addTokens(list []addedTokenJSON) error {
-	nextID := len(t.model.vocab)
+	vocab := t.model.vocabulary()
+	nextID := len(vocab) // HF's get_vocab_size of the model
+	if u, ok := t.model.(*unigramModel); ok {
+		nextID = len(u.tokens)
+	}
 	t.addedIDs = map[string]int{}
 	byID := map[int]AddedToken{}
 	for _, aj := range list {
@@ -182,7 +194,7 @@ func (t *Tokenizer) addTokens(list []addedTokenJSON) error {
 		}
 		id, ok := t.addedIDs[at.Content]
 		if !ok {
-			id, ok = t.model.vocab[at.Content]
+			id, ok = vocab[at.Content]
 		}
 		if !ok {
 			id = nextID
@@ -203,7 +215,7 @@ func (t *Tokenizer) addTokens(list []addedTokenJSON) error {
 		k := len(t.added.tokens)
 		t.added.tokens = append(t.added.tokens, at)
 		if at.Normalized {
-			if p := t.norm.apply(at.Content); p != "" {
+			if p := t.normalize(at.Content); p != "" {
 				t.added.norm.insert(p, k)
 			}
 		} else {
@@ -215,14 +227,18 @@ func (t *Tokenizer) addTokens(list []addedTokenJSON) error {
 
 // buildTables fills the per-id tables.
 func (t *Tokenizer) buildTables() error {
+	vocab := t.model.vocabulary()
 	maxID := -1
-	for id := range t.model.tokens {
+	for _, id := range vocab {
 		maxID = max(maxID, id)
+	}
+	if u, ok := t.model.(*unigramModel); ok {
+		maxID = max(maxID, len(u.tokens)-1)
 	}
 	for _, at := range t.added.tokens {
 		maxID = max(maxID, at.ID)
 	}
-	count := len(t.model.tokens) + len(t.added.tokens)
+	count := len(vocab) + len(t.added.tokens)
 	if maxID >= 4*count+1024 {
 		return fmt.Errorf("token ids are too sparse (largest %d for %d tokens)", maxID, count)
 	}
@@ -231,14 +247,22 @@ func (t *Tokenizer) buildTables() error {
 	t.tokStr = make([]string, n)
 	t.tokBytes = make([][]byte, n)
 	t.skip = make([]bool, n)
-	for id, tok := range t.model.tokens {
-		t.ok[id], t.tokStr[id] = true, tok
+	if u, ok := t.model.(*unigramModel); ok {
+		// A Unigram vocabulary is a list, which may repeat a token: every
+		// id has its token, as in HF's id_to_token.
+		for id, tok := range u.tokens {
+			t.ok[id], t.tokStr[id] = true, tok
+		}
+	} else {
+		for tok, id := range vocab {
+			t.ok[id], t.tokStr[id] = true, tok
+		}
 	}
 	special := map[string]bool{}
 	for _, at := range t.added.tokens {
 		s := at.Content
 		if at.Normalized {
-			s = t.norm.apply(s)
+			s = t.normalize(s)
 		}
 		t.ok[at.ID], t.tokStr[at.ID] = true, s
 		if at.Special {
@@ -250,20 +274,23 @@ func (t *Tokenizer) buildTables() error {
 			continue
 		}
 		s := t.tokStr[id]
-		if b, ok := byteLevelDecode(s); ok {
-			t.tokBytes[id] = b
+		if t.dec != nil {
+			t.tokBytes[id] = []byte(t.dec.token(s))
 		} else {
 			t.tokBytes[id] = []byte(s)
 		}
 		t.skip[id] = special[s]
 	}
-	vocab := len(t.model.vocab)
+	size := len(vocab)
+	if u, ok := t.model.(*unigramModel); ok {
+		size = len(u.tokens)
+	}
 	for s := range t.addedIDs {
-		if _, ok := t.model.vocab[s]; !ok {
-			vocab++
+		if _, ok := vocab[s]; !ok {
+			size++
 		}
 	}
-	t.vocabSize = vocab
+	t.vocabSize = size
 	return nil
 }
 
@@ -304,10 +331,12 @@ func (t *Tokenizer) EncodeWithOptions(text string, opts EncodeOptions) []int {
 //
 // The steps are HF's: cut out the added tokens that match in the raw text,
 // normalize the rest, cut out the added tokens that match in normalized
-// text, pre-tokenize each remaining piece, BPE-encode each pre-token, then
-// post-process. Invalid UTF-8 in text (which HF cannot receive) is encoded
-// byte by byte, each invalid byte counting as a character that is not a
-// letter, number or space.
+// text, pre-tokenize each remaining piece, run the model on each
+// pre-token, then post-process. Invalid UTF-8 in text (which HF cannot
+// receive) is encoded byte by byte, each invalid byte counting as a
+// character that is not a letter, number or space and reaching the model
+// as that byte (a byte-level token, a byte-fallback token or the unknown
+// token), unless a normalizer that rewrites characters has made it U+FFFD.
 func (t *Tokenizer) AppendEncode(dst []int, text string, opts EncodeOptions) []int {
 	start := len(dst)
 	sc := t.scratch.Get().(*encodeScratch)
@@ -317,15 +346,18 @@ func (t *Tokenizer) AppendEncode(dst []int, text string, opts EncodeOptions) []i
 			dst = append(dst, t.added.tokens[sg.tok].ID)
 			continue
 		}
-		piece := t.norm.apply(text[sg.start:sg.end])
-		sc.segs2 = t.added.split(sc.segs2[:0], piece, t.added.norm, opts.AllowSpecial)
+		norm := t.normalize(text[sg.start:sg.end])
+		sc.segs2 = t.added.split(sc.segs2[:0], norm, t.added.norm, opts.AllowSpecial)
 		for _, sg2 := range sc.segs2 {
 			if sg2.tok >= 0 {
 				dst = append(dst, t.added.tokens[sg2.tok].ID)
 				continue
 			}
-			for _, p := range t.pre.pieces(&sc.pre, piece[sg2.start:sg2.end]) {
-				dst = t.model.appendPiece(dst, p)
+			// Metaspace's prepend_scheme "first" asks whether a piece
+			// begins where the input does.
+			first := sg.start == 0 && sg2.start == 0
+			for _, p := range t.pre.pieces(&sc.pre, piece{norm[sg2.start:sg2.end], first}) {
+				dst = t.model.appendPiece(dst, p.s)
 			}
 		}
 	}
@@ -351,35 +383,43 @@ type DecodeOptions struct {
 }
 
 // Decode returns the text of ids as HF's tokenizer.decode(ids,
-// skip_special_tokens=skipSpecial) does: the ByteLevel decoder turns the
-// tokens back into bytes, and byte sequences that are not valid UTF-8 (a
-// character cut between tokens) become U+FFFD, one per maximal invalid
-// subsequence. Ids that no token has are skipped, as in HF.
+// skip_special_tokens=skipSpecial) does: the token strings (an added
+// token's content) go through the decoder, and their concatenation is the
+// text (without a decoder, they are joined with spaces). Ids that no token
+// has are skipped, as in HF. The ByteLevel decoder turns byte sequences
+// that are not valid UTF-8 (a character cut between tokens) into U+FFFD,
+// one per maximal invalid subsequence; the ByteFallback decoder, one per
+// byte, as HF's Rust library does.
 func (t *Tokenizer) Decode(ids []int, skipSpecial bool) string {
 	return t.DecodeWithOptions(ids, DecodeOptions{SkipSpecialTokens: skipSpecial})
 }
 
 // DecodeWithOptions returns the text of ids under opts.
 func (t *Tokenizer) DecodeWithOptions(ids []int, opts DecodeOptions) string {
+	keep := func(id int) bool {
+		return id >= 0 && id < len(t.ok) && t.ok[id] && !(opts.SkipSpecialTokens && t.skip[id])
+	}
 	var s string
-	if t.byteLevelDecoder {
+	if t.byteDecode {
 		var raw []byte
 		for _, id := range ids {
-			if id < 0 || id >= len(t.ok) || !t.ok[id] || (opts.SkipSpecialTokens && t.skip[id]) {
-				continue
+			if keep(id) {
+				raw = append(raw, t.tokBytes[id]...)
 			}
-			raw = append(raw, t.tokBytes[id]...)
 		}
 		s = string(appendLossy(make([]byte, 0, len(raw)), raw))
 	} else {
 		var toks []string
 		for _, id := range ids {
-			if id < 0 || id >= len(t.ok) || !t.ok[id] || (opts.SkipSpecialTokens && t.skip[id]) {
-				continue
+			if keep(id) {
+				toks = append(toks, t.tokStr[id])
 			}
-			toks = append(toks, t.tokStr[id])
 		}
-		s = strings.Join(toks, " ")
+		if t.dec == nil {
+			s = strings.Join(toks, " ")
+		} else {
+			s = strings.Join(t.dec.decodeChain(toks), "")
+		}
 	}
 	if opts.CleanUpTokenizationSpaces {
 		s = CleanUpTokenizationSpaces(s)
@@ -405,12 +445,13 @@ func CleanUpTokenizationSpaces(s string) string {
 }
 
 // TokenToID returns the id of a token string (spelled as in the vocabulary,
-// with byte-level runes such as "Ġ" for a space), added tokens first.
+// with byte-level runes such as "Ġ" for a space, or "▁" for SentencePiece's
+// space), added tokens first.
 func (t *Tokenizer) TokenToID(token string) (int, bool) {
 	if id, ok := t.addedIDs[token]; ok {
 		return id, true
 	}
-	id, ok := t.model.vocab[token]
+	id, ok := t.model.vocabulary()[token]
 	return id, ok
 }
 
@@ -423,15 +464,16 @@ func (t *Tokenizer) IDToToken(id int) (string, bool) {
 	return t.tokStr[id], true
 }
 
-// TokenBytes returns the bytes Decode turns token id into (a byte-level
-// token's bytes, which may be part of a UTF-8 character, or an added
-// token's text), or false when no token has that id.
+// TokenBytes returns the bytes the decoder makes of token id in the middle
+// of a text, or false when no token has that id: a byte-level token's
+// bytes, a byte-fallback token's byte (either may be part of a UTF-8
+// character), a SentencePiece token with its "▁" as a space, an added
+// token's text. Without a decoder it is the token string. (Decode can
+// differ at the edges: the Metaspace decoder and Strip drop the first
+// token's leading space.)
 func (t *Tokenizer) TokenBytes(id int) ([]byte, bool) {
 	if id < 0 || id >= len(t.ok) || !t.ok[id] {
 		return nil, false
-	}
-	if !t.byteLevelDecoder {
-		return []byte(t.tokStr[id]), true
 	}
 	return slices.Clone(t.tokBytes[id]), true
 }

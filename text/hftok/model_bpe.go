@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 )
 
 // Cache limits, as in HF's BPE: pieces of at least cacheMaxLen bytes are not
@@ -19,13 +20,17 @@ const (
 // merge is the rank of a merge and the id of the token it makes.
 type merge struct{ rank, id int32 }
 
-// bpeModel is HF's BPE model over byte-level pieces. Pieces arrive as raw
-// bytes; the model spells each byte with its byte-level rune to look it up.
+// bpeModel is HF's BPE model. Its pieces are either characters (a
+// SentencePiece-style vocabulary, or a byte-level one after a ByteLevel
+// step that spelled them) or, with byteInput, raw bytes that the model
+// spells with their byte-level runes itself: the fast path of byte-level
+// BPE, where the ByteLevel pre-tokenizer is the last step.
 type bpeModel struct {
-	vocab  map[string]int // token (byte-level spelling) -> id
-	tokens map[int]string // id -> token
+	byteInput bool
+
+	vocab map[string]int // token -> id
 	// raw maps the raw bytes of every token spelled only with byte-level
-	// runes to its id (for ignore_merges).
+	// runes to its id (for ignore_merges on raw-byte pieces).
 	raw    map[string]int
 	merges map[uint64]merge
 
@@ -33,6 +38,10 @@ type bpeModel struct {
 	// inside, last (they differ only with a continuing_subword_prefix or
 	// end_of_word_suffix); -1 when the vocabulary lacks it.
 	only, first, mid, last [256]int32
+	// charID maps each one-character token to its id (for character
+	// pieces without affixes); byteFallbackID[b] is the id of <0xBB> or -1.
+	charID         map[rune]int32
+	byteFallbackID [256]int32
 
 	prefix, suffix string
 	unk            int32 // -1 without an unk_token
@@ -45,27 +54,18 @@ type bpeModel struct {
 	pool   sync.Pool // *word
 }
 
-// bpeJSON is the model section of tokenizer.json.
-type bpeJSON struct {
-	Type                    string          `json:"type"`
-	Dropout                 *float64        `json:"dropout"`
-	UnkToken                *string         `json:"unk_token"`
-	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
-	FuseUnk                 *bool           `json:"fuse_unk"`
-	ByteFallback            *bool           `json:"byte_fallback"`
-	IgnoreMerges            *bool           `json:"ignore_merges"`
-	VocabJSON               json.RawMessage `json:"vocab"`
-	Merges                  json.RawMessage `json:"merges"`
-	Vocab                   map[string]int  `json:"-"`
-}
-
 func pairKey(a, b int32) uint64 { return uint64(uint32(a))<<32 | uint64(uint32(b)) }
 
 // parseMerges reads merges given as "a b" strings or as [a, b] pairs.
 func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	if isNull(raw) {
-		return nil, fmt.Errorf("model: missing merges")
+		return nil, fmt.Errorf("model (BPE): missing merges")
+	}
+	if lines, pairs, ok := scanMerges(raw); ok {
+		if pairs != nil {
+			return pairs, nil
+		}
+		return splitMerges(lines)
 	}
 	// The first element tells the format: [[...]...] or ["..."...].
 	const space = " \t\r\n"
@@ -77,12 +77,12 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	var pairs [][]string
 	if pairForm {
 		if err := json.Unmarshal(raw, &pairs); err != nil {
-			return nil, fmt.Errorf("model: merges: %w", err)
+			return nil, fmt.Errorf("model (BPE): merges: %w", err)
 		}
 		out := make([][2]string, len(pairs))
 		for i, p := range pairs {
 			if len(p) != 2 {
-				return nil, fmt.Errorf("model: merge %d has %d parts, want 2", i, len(p))
+				return nil, fmt.Errorf("model (BPE): merge %d has %d parts, want 2", i, len(p))
 			}
 			out[i] = [2]string{p[0], p[1]}
 		}
@@ -90,8 +90,13 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 	}
 	var lines []string
 	if err := json.Unmarshal(raw, &lines); err != nil {
-		return nil, fmt.Errorf("model: merges are neither strings nor pairs of strings: %w", err)
+		return nil, fmt.Errorf("model (BPE): merges are neither strings nor pairs of strings: %w", err)
 	}
+	return splitMerges(lines)
+}
+
+// splitMerges reads merges written "a b".
+func splitMerges(lines []string) ([][2]string, error) {
 	out := make([][2]string, 0, len(lines))
 	for _, l := range lines {
 		if strings.HasPrefix(l, "#version") {
@@ -99,7 +104,7 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 		}
 		parts := strings.Split(l, " ")
 		if len(parts) != 2 {
-			return nil, fmt.Errorf("model: merge %d (%q) is not two tokens separated by one space", len(out)+1, l)
+			return nil, fmt.Errorf("model (BPE): merge %d (%q) is not two tokens separated by one space", len(out)+1, l)
 		}
 		out = append(out, [2]string{parts[0], parts[1]})
 	}
@@ -107,39 +112,27 @@ func parseMerges(raw json.RawMessage) ([][2]string, error) {
 }
 
 // parseBPE builds the model.
-func parseBPE(raw json.RawMessage) (*bpeModel, error) {
-	if isNull(raw) {
-		return nil, fmt.Errorf("model is missing")
-	}
-	var mj bpeJSON
-	if err := json.Unmarshal(raw, &mj); err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	if mj.Type != "BPE" && mj.Type != "" {
-		return nil, fmt.Errorf("model type %q is not supported (only BPE)", mj.Type)
-	}
-	if mj.Type == "" && (isNull(mj.VocabJSON) || isNull(mj.Merges)) {
-		return nil, fmt.Errorf("model has no type and is not a BPE model (vocab and merges)")
-	}
-	if !isNull(mj.VocabJSON) {
-		if err := json.Unmarshal(mj.VocabJSON, &mj.Vocab); err != nil {
-			return nil, fmt.Errorf("model: vocab: %w", err)
+func parseBPE(mj *modelJSON) (*bpeModel, error) {
+	var vocab map[string]int
+	if !isNull(mj.Vocab) {
+		var err error
+		if vocab, err = decodeVocab(mj.Vocab); err != nil {
+			return nil, fmt.Errorf("model (BPE): vocab: %w", err)
 		}
 	}
 	if mj.Dropout != nil && *mj.Dropout != 0 {
-		return nil, fmt.Errorf("model: BPE dropout %v is not supported (it is random)", *mj.Dropout)
+		return nil, fmt.Errorf("model (BPE): BPE dropout %v is not supported (it is random)", *mj.Dropout)
 	}
-	if mj.Vocab == nil {
-		return nil, fmt.Errorf("model: missing vocab")
+	if vocab == nil {
+		return nil, fmt.Errorf("model (BPE): missing vocab")
 	}
 	merges, err := parseMerges(mj.Merges)
 	if err != nil {
 		return nil, err
 	}
 	m := &bpeModel{
-		vocab:  mj.Vocab,
-		tokens: make(map[int]string, len(mj.Vocab)),
-		raw:    make(map[string]int, len(mj.Vocab)),
+		charID: map[rune]int32{},
+		vocab:  vocab,
 		merges: make(map[uint64]merge, len(merges)),
 		unk:    -1,
 	}
@@ -152,47 +145,51 @@ func parseBPE(raw json.RawMessage) (*bpeModel, error) {
 	m.fuseUnk = mj.FuseUnk != nil && *mj.FuseUnk
 	m.byteFallback = mj.ByteFallback != nil && *mj.ByteFallback
 	m.ignoreMerges = mj.IgnoreMerges != nil && *mj.IgnoreMerges
-	for tok, id := range mj.Vocab {
-		if id < 0 || id > 1<<31-1 {
-			return nil, fmt.Errorf("model: vocab id %d of %q is out of range", id, tok)
+	if err := checkVocab(vocab, "model (BPE)"); err != nil {
+		return nil, err
+	}
+	if m.ignoreMerges {
+		m.raw = make(map[string]int)
+	}
+	for tok, id := range vocab {
+		if m.raw != nil {
+			if b, ok := byteLevelDecode(tok); ok {
+				m.raw[string(b)] = id
+			}
 		}
-		if other, dup := m.tokens[id]; dup {
-			a, b := min(other, tok), max(other, tok)
-			return nil, fmt.Errorf("model: vocab id %d is given to both %q and %q", id, a, b)
-		}
-		m.tokens[id] = tok
-		if b, ok := byteLevelDecode(tok); ok {
-			m.raw[string(b)] = id
+		if r, w := utf8.DecodeRuneInString(tok); w == len(tok) && w > 0 && !(r == utf8.RuneError && w == 1) {
+			m.charID[r] = int32(id)
 		}
 	}
 	if mj.UnkToken != nil {
-		id, ok := mj.Vocab[*mj.UnkToken]
+		id, ok := vocab[*mj.UnkToken]
 		if !ok {
-			return nil, fmt.Errorf("model: unk_token %q is not in the vocabulary", *mj.UnkToken)
+			return nil, fmt.Errorf("model (BPE): unk_token %q is not in the vocabulary", *mj.UnkToken)
 		}
 		m.unk = int32(id)
 	}
 	for i, p := range merges {
-		a, ok := mj.Vocab[p[0]]
+		a, ok := vocab[p[0]]
 		if !ok {
-			return nil, fmt.Errorf("model: merge %d (%q %q): %q is not in the vocabulary", i+1, p[0], p[1], p[0])
+			return nil, fmt.Errorf("model (BPE): merge %d (%q %q): %q is not in the vocabulary", i+1, p[0], p[1], p[0])
 		}
-		b, ok := mj.Vocab[p[1]]
+		b, ok := vocab[p[1]]
 		if !ok {
-			return nil, fmt.Errorf("model: merge %d (%q %q): %q is not in the vocabulary", i+1, p[0], p[1], p[1])
+			return nil, fmt.Errorf("model (BPE): merge %d (%q %q): %q is not in the vocabulary", i+1, p[0], p[1], p[1])
 		}
 		if !strings.HasPrefix(p[1], m.prefix) {
-			return nil, fmt.Errorf("model: merge %d (%q %q): the second token lacks the continuing_subword_prefix %q", i+1, p[0], p[1], m.prefix)
+			return nil, fmt.Errorf("model (BPE): merge %d (%q %q): the second token lacks the continuing_subword_prefix %q", i+1, p[0], p[1], m.prefix)
 		}
 		joined := p[0] + p[1][len(m.prefix):]
-		id, ok := mj.Vocab[joined]
+		id, ok := vocab[joined]
 		if !ok {
-			return nil, fmt.Errorf("model: merge %d (%q %q): the merged token %q is not in the vocabulary", i+1, p[0], p[1], joined)
+			return nil, fmt.Errorf("model (BPE): merge %d (%q %q): the merged token %q is not in the vocabulary", i+1, p[0], p[1], joined)
 		}
 		// A repeated pair keeps its last rank, as in HF.
 		m.merges[pairKey(int32(a), int32(b))] = merge{rank: int32(i), id: int32(id)}
 	}
 	for b := 0; b < 256; b++ {
+		m.byteFallbackID[b] = m.lookup(fmt.Sprintf("<0x%02X>", b))
 		c := string(byteRune[b])
 		m.only[b] = m.lookup(c + m.suffix)
 		m.first[b] = m.lookup(c)
@@ -325,18 +322,16 @@ func (m *bpeModel) mergeAll(w *word) {
 // symbol (id -1 when none).
 func (m *bpeModel) missing(w *word, key string, unk *symbol) {
 	if m.byteFallback {
-		ids := make([]int32, 0, len(key))
+		all := true
 		for i := 0; i < len(key); i++ {
-			id := m.lookup(fmt.Sprintf("<0x%02X>", key[i]))
-			if id < 0 {
-				ids = nil
+			if m.byteFallbackID[key[i]] < 0 {
+				all = false
 				break
 			}
-			ids = append(ids, id)
 		}
-		if ids != nil {
-			for _, id := range ids {
-				w.add(id, 1)
+		if all {
+			for i := 0; i < len(key); i++ {
+				w.add(m.byteFallbackID[key[i]], 1)
 			}
 			return
 		}
@@ -355,13 +350,17 @@ func (m *bpeModel) missing(w *word, key string, unk *symbol) {
 	}
 }
 
-// appendPiece appends the ids of one pre-token (raw bytes) to dst.
+// appendPiece appends the ids of one pre-token to dst.
 func (m *bpeModel) appendPiece(dst []int, piece string) []int {
 	if piece == "" {
 		return dst
 	}
 	if m.ignoreMerges {
-		if id, ok := m.raw[piece]; ok {
+		if m.byteInput {
+			if id, ok := m.raw[piece]; ok {
+				return append(dst, id)
+			}
+		} else if id, ok := m.vocab[piece]; ok {
 			return append(dst, id)
 		}
 	}
@@ -375,6 +374,37 @@ func (m *bpeModel) appendPiece(dst []int, piece string) []int {
 	}
 	w := m.pool.Get().(*word)
 	w.syms = w.syms[:0]
+	if m.byteInput {
+		m.initBytes(w, piece)
+	} else {
+		m.initChars(w, piece)
+	}
+	m.mergeAll(w)
+	var ids []int32
+	if len(piece) < cacheMaxLen && m.cached.Load() < cacheCapacity {
+		ids = make([]int32, 0, len(w.syms))
+	}
+	for _, s := range w.syms {
+		if s.size != 0 {
+			dst = append(dst, int(s.id))
+			if ids != nil {
+				ids = append(ids, s.id)
+			}
+		}
+	}
+	if cap(w.syms) <= 4096 {
+		m.pool.Put(w)
+	}
+	if ids != nil {
+		if _, loaded := m.cache.LoadOrStore(strings.Clone(piece), ids); !loaded {
+			m.cached.Add(1)
+		}
+	}
+	return dst
+}
+
+// initBytes makes the initial symbols of a raw-byte piece: one per byte.
+func (m *bpeModel) initBytes(w *word, piece string) {
 	n := len(piece)
 	unk := symbol{id: -1}
 	for k := 0; k < n; k++ {
@@ -410,24 +440,46 @@ func (m *bpeModel) appendPiece(dst []int, piece string) []int {
 	if unk.id >= 0 {
 		w.add(unk.id, unk.size)
 	}
-	m.mergeAll(w)
-	var ids []int32
-	if len(piece) < cacheMaxLen && m.cached.Load() < cacheCapacity {
-		ids = make([]int32, 0, len(w.syms))
-	}
-	for _, s := range w.syms {
-		if s.size != 0 {
-			dst = append(dst, int(s.id))
-			if ids != nil {
-				ids = append(ids, s.id)
+}
+
+// initChars makes the initial symbols of a character piece: one per
+// character, with the continuing-subword prefix on all but the first and
+// the end-of-word suffix on the last, as HF's merge_word. (A byte that is
+// not valid UTF-8 counts as a character of its own.)
+func (m *bpeModel) initChars(w *word, piece string) {
+	affixes := m.prefix != "" || m.suffix != ""
+	unk := symbol{id: -1}
+	for i := 0; i < len(piece); {
+		r, size := utf8.DecodeRuneInString(piece[i:])
+		key := piece[i : i+size]
+		id := int32(-1)
+		if !affixes {
+			if r != utf8.RuneError || size > 1 { // an invalid byte is no character
+				if v, ok := m.charID[r]; ok {
+					id = v
+				}
 			}
+		} else {
+			if i > 0 {
+				key = m.prefix + key
+			}
+			if i+size == len(piece) {
+				key += m.suffix
+			}
+			id = m.lookup(key)
 		}
-	}
-	m.pool.Put(w)
-	if ids != nil {
-		if _, loaded := m.cache.LoadOrStore(strings.Clone(piece), ids); !loaded {
-			m.cached.Add(1)
+		i += size
+		if id >= 0 {
+			if unk.id >= 0 {
+				w.add(unk.id, unk.size)
+				unk.id = -1
+			}
+			w.add(id, int32(size))
+			continue
 		}
+		m.missing(w, key, &unk)
 	}
-	return dst
+	if unk.id >= 0 {
+		w.add(unk.id, unk.size)
+	}
 }
