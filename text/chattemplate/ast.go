@@ -14,7 +14,10 @@ func (p pos) nodeLine() int { return p.line }
 func (p pos) exprLine() int { return p.line }
 
 type (
-	textNode   struct{ text string }
+	textNode struct {
+		text string
+		line int // where the text starts
+	}
 	outputNode struct {
 		pos
 		e expr
@@ -46,6 +49,9 @@ type (
 		params   []param
 		body     []node
 		isCaller bool
+		// reads says which of varargs, kwargs and caller the body reads
+		// (found once, when parsing).
+		reads macroReads
 	}
 	callBlockNode struct {
 		pos
@@ -69,7 +75,7 @@ type (
 	}
 )
 
-func (textNode) nodeLine() int { return 0 }
+func (n textNode) nodeLine() int { return n.line }
 
 // param is a macro parameter with an optional default.
 type param struct {

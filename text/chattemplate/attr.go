@@ -24,7 +24,7 @@ func objectRepr(v any) string {
 // missingAttr is Jinja2's undefined x.name (or x[name] for a str name):
 // "'dict object' has no attribute 'name'", both parts Python reprs.
 func missingAttr(x any, name string) *undefV {
-	return &undefV{msg: fmt.Sprintf("%s has no attribute %s", pyRepr(objectRepr(x)), pyRepr(name))}
+	return &undefV{msg: fmt.Sprintf("%s has no attribute %s", pyRepr(objectRepr(x)), shortRepr(name))}
 }
 
 // unsafeAttr is an attribute the sandbox refuses.
@@ -53,7 +53,7 @@ func (r *renderer) getAttr(x any, name string, line int) (any, error) {
 		if v, ok := x.d.get(name); ok {
 			return v, nil
 		}
-		return &undefV{msg: fmt.Sprintf("'jinja2.utils.Namespace object' has no attribute %s", pyRepr(name))}, nil
+		return &undefV{msg: fmt.Sprintf("'jinja2.utils.Namespace object' has no attribute %s", shortRepr(name))}, nil
 	case string:
 		if m, ok := strMethods[name]; ok {
 			return bindMethod(name, x, m), nil
@@ -103,12 +103,15 @@ func (r *renderer) getItem(x, key any, line int) (any, error) {
 	}
 	noElement := func() (any, error) {
 		// Jinja2 writes the object's type without quotes here.
-		return &undefV{msg: fmt.Sprintf("%s has no element %s", objectRepr(x), pyRepr(key))}, nil
+		return &undefV{msg: fmt.Sprintf("%s has no element %s", objectRepr(x), shortRepr(key))}, nil
 	}
 	i, _, isFloat, isNum := number(key)
 	isInt := isNum && !isFloat
 	switch xv := x.(type) {
 	case *dictV:
+		if err := r.b.workFor("[]", keyWork(key)); err != nil {
+			return nil, wrap(err, line)
+		}
 		if v, ok := xv.get(key); ok {
 			return v, nil
 		}
@@ -121,13 +124,20 @@ func (r *renderer) getItem(x, key any, line int) (any, error) {
 		}
 	case string:
 		if isInt {
+			if err := r.b.workFor("[]", int64(len(xv))); err != nil {
+				return nil, wrap(err, line)
+			}
 			if j, ok := seqIndex(i, utf8.RuneCountInString(xv)); ok {
-				return string([]rune(xv)[j]), nil
+				c, _ := utf8.DecodeRuneInString(xv[runeOffset(xv, j):])
+				return string(c), nil
 			}
 			return noElement()
 		}
 	}
 	if k, ok := key.(string); ok {
+		if err := r.b.workFor("[]", keyWork(k)); err != nil {
+			return nil, wrap(err, line)
+		}
 		return r.getAttr(x, k, line)
 	}
 	return noElement()
@@ -159,15 +169,19 @@ func (r *renderer) evalSlice(e *sliceExpr, s *scope) (any, error) {
 	case *listV:
 		n = len(x.items)
 	case string:
+		if err := r.b.workFor("slice", int64(len(x))); err != nil {
+			return nil, wrap(err, e.line)
+		}
 		n = utf8.RuneCountInString(x)
 	default:
 		return &undefV{msg: fmt.Sprintf("'%s' object is not subscriptable", typeName(x))}, nil
 	}
-	picks, err := sliceIndices(n, idx[0], idx[1], idx[2])
+	sl, err := sliceIndices(n, idx[0], idx[1], idx[2])
 	if err != nil {
 		return nil, r.rtErr(e.line, "%s", err.Error())
 	}
-	return slicePicks(x, picks), nil
+	v, err := r.b.slicePicks(x, sl)
+	return v, wrap(err, e.line)
 }
 
 // sliceBounds evaluates the start, stop and step of a slice; nil where
@@ -197,32 +211,64 @@ func (r *renderer) sliceBounds(e *sliceExpr, s *scope) ([3]*int64, error) {
 	return idx, nil
 }
 
-// slicePicks is the list (tuple) or string of the items of x at picks.
-func slicePicks(x any, picks []int) any {
+// slice is the items a slice visits: count of them, from start, step
+// apart.
+type slice struct{ start, step, count int64 }
+
+// slicePicks is the list (tuple) or string of the items of x that sl
+// visits, within the budget.
+func (b *budget) slicePicks(x any, sl slice) (any, error) {
 	if l, ok := x.(*listV); ok {
-		out := &listV{items: make([]any, len(picks)), tuple: l.tuple}
-		for i, p := range picks {
-			out.items[i] = l.items[p]
+		if err := b.takeList("slice", sl.count); err != nil {
+			return nil, err
 		}
-		return out
+		out := &listV{items: make([]any, sl.count), tuple: l.tuple}
+		for i := range sl.count {
+			out.items[i] = l.items[sl.start+i*sl.step]
+		}
+		return out, nil
 	}
-	runes := []rune(x.(string))
-	var b strings.Builder
-	for _, p := range picks {
-		b.WriteRune(runes[p])
+	s := x.(string)
+	if sl.count == 0 {
+		return "", nil
 	}
-	return b.String()
+	if sl.step == 1 {
+		lo := runeOffset(s, int(sl.start))
+		hi := lo + runeOffset(s[lo:], int(sl.count))
+		return s[lo:hi], nil
+	}
+	ascii := isASCII(s)
+	var runes []rune
+	if !ascii {
+		if err := b.takeStr("slice", 4*int64(utf8.RuneCountInString(s))); err != nil {
+			return nil, err
+		}
+		runes = []rune(s)
+	}
+	w := newSbuf(b, "slice")
+	for i := range sl.count {
+		if w.done {
+			break
+		}
+		p := sl.start + i*sl.step
+		if ascii {
+			w.writeByte(s[p])
+		} else {
+			w.WriteRune(runes[p])
+		}
+	}
+	return w.result()
 }
 
 // sliceIndices is Python's slice.indices: the indices x[lo:hi:step]
 // visits in a sequence of length n.
-func sliceIndices(n int, lo, hi, step *int64) ([]int, error) {
+func sliceIndices(n int, lo, hi, step *int64) (slice, error) {
 	st := int64(1)
 	if step != nil {
 		st = *step
 	}
 	if st == 0 {
-		return nil, errors.New("slice step cannot be zero")
+		return slice{}, errors.New("slice step cannot be zero")
 	}
 	ln := int64(n)
 	clamp := func(p *int64, def int64) int64 {
@@ -252,9 +298,15 @@ func sliceIndices(n int, lo, hi, step *int64) ([]int, error) {
 	} else {
 		start, stop = clamp(lo, ln-1), clamp(hi, -1)
 	}
-	var out []int
-	for i := start; (st > 0 && i < stop) || (st < 0 && i > stop); i += st {
-		out = append(out, int(i))
+	// The count, in unsigned arithmetic: a step may be as large as an
+	// int64 goes.
+	var count uint64
+	switch {
+	case st > 0 && start < stop:
+		count = (uint64(stop-start) + uint64(st) - 1) / uint64(st)
+	case st < 0 && start > stop:
+		m := uint64(-st) // -MinInt64 wraps to its magnitude as a uint64
+		count = (uint64(start-stop) + m - 1) / m
 	}
-	return out, nil
+	return slice{start: start, step: st, count: int64(count)}, nil
 }

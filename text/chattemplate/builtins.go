@@ -4,7 +4,7 @@ package chattemplate
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -58,16 +58,16 @@ func indexOf(names []string, s string) int {
 	return -1
 }
 
-// seqItems returns the items of an iterable for filters (a string's
-// characters, a dict's keys, nothing for undefined).
-func seqItems(v any) ([]any, error) {
+// seqItems returns the items of an iterable for the filter or method
+// what (a string's characters, a dict's keys, nothing for undefined).
+func (b *budget) seqItems(what string, v any) ([]any, error) {
 	switch v := v.(type) {
 	case *listV:
 		return v.items, nil
 	case *dictV:
 		return v.keys, nil
 	case string:
-		return chars(v), nil
+		return b.chars(what, v)
 	case *undefV:
 		if v.unsafe {
 			return nil, undefErr(v, 0)
@@ -78,9 +78,12 @@ func seqItems(v any) ([]any, error) {
 }
 
 // lengthOf is Python's len(v), and 0 for undefined.
-func lengthOf(v any) (any, error) {
+func (b *budget) lengthOf(v any) (any, error) {
 	switch v := v.(type) {
 	case string:
+		if err := b.workFor("length", int64(len(v))); err != nil {
+			return nil, err
+		}
 		return int64(utf8.RuneCountInString(v)), nil
 	case *listV:
 		return int64(len(v.items)), nil
@@ -98,7 +101,10 @@ func (r *renderer) getAttrPath(v any, path any) (any, error) {
 	if !ok {
 		return r.getItem(v, path, 0)
 	}
-	for _, part := range strings.Split(p, ".") {
+	if err := r.b.workFor("attribute", int64(len(p))); err != nil {
+		return nil, err
+	}
+	for part := range strings.SplitSeq(p, ".") {
 		var key any = part
 		if n, err := strconv.ParseInt(part, 10, 64); err == nil {
 			key = n
@@ -111,18 +117,25 @@ func (r *renderer) getAttrPath(v any, path any) (any, error) {
 	return v, nil
 }
 
-// sortKey lowercases strings for case-insensitive sorting.
-func sortKey(v any, caseSensitive bool) any {
+// sortKey lowercases strings for case-insensitive sorting (what: the
+// filter).
+func (b *budget) sortKey(what string, v any, caseSensitive bool) (any, error) {
 	if s, ok := v.(string); ok && !caseSensitive {
-		return strings.ToLower(s)
+		if err := b.workFor(what, caseCost*int64(len(s))); err != nil {
+			return nil, err
+		}
+		if err := b.takeStr(what, int64(len(s))); err != nil {
+			return nil, err
+		}
+		return strings.ToLower(s), nil
 	}
-	return v
+	return v, nil
 }
 
-// sortKeyFunc is the key by which sort, min, max and unique compare an
-// item: its attribute attr (unless None), lower case unless
+// sortKeyFunc is the key by which sort, min, max and unique (what)
+// compare an item: its attribute attr (unless None), lower case unless
 // caseSensitive.
-func (r *renderer) sortKeyFunc(attr any, caseSensitive bool) func(any) (any, error) {
+func (r *renderer) sortKeyFunc(what string, attr any, caseSensitive bool) func(any) (any, error) {
 	return func(it any) (any, error) {
 		if attr != nil {
 			x, err := r.getAttrPath(it, attr)
@@ -131,13 +144,17 @@ func (r *renderer) sortKeyFunc(attr any, caseSensitive bool) func(any) (any, err
 			}
 			it = x
 		}
-		return sortKey(it, caseSensitive), nil
+		return r.b.sortKey(what, it, caseSensitive)
 	}
 }
 
-// sortValues sorts items by key stably, as Python's sorted does.
-func sortValues(items []any, key func(any) (any, error), reverse bool) ([]any, error) {
+// sortValues sorts items by key stably, as Python's sorted does, within
+// the budget.
+func (b *budget) sortValues(what string, items []any, key func(any) (any, error), reverse bool) ([]any, error) {
 	type kv struct{ k, v any }
+	if err := b.takeItems(what, "list", int64(len(items)), 3*itemBytes); err != nil {
+		return nil, err
+	}
 	ks := make([]kv, len(items))
 	for i, it := range items {
 		k, err := key(it)
@@ -147,17 +164,24 @@ func sortValues(items []any, key func(any) (any, error), reverse bool) ([]any, e
 		ks[i] = kv{k, it}
 	}
 	var cmpErr error
-	sort.SliceStable(ks, func(i, j int) bool {
-		a, b := ks[i].k, ks[j].k
+	slices.SortStableFunc(ks, func(p, q kv) int {
+		x, y := p.k, q.k
 		if reverse {
-			a, b = b, a
+			x, y = y, x
 		}
-		c, ok := pyCompare(a, b)
+		b.spend(sortCost)
+		c, ok := pyCompare(b, x, y)
 		if !ok && cmpErr == nil {
-			cmpErr = fmt.Errorf("'<' not supported between instances of '%s' and '%s'", typeName(a), typeName(b))
+			cmpErr = fmt.Errorf("'<' not supported between instances of '%s' and '%s'", typeName(x), typeName(y))
 		}
-		return c == -1
+		if c == 2 {
+			return 0 // NaN: neither less nor greater
+		}
+		return c
 	})
+	if err := b.failed(); err != nil {
+		return nil, err
+	}
 	if cmpErr != nil {
 		return nil, cmpErr
 	}

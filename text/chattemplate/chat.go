@@ -1,6 +1,7 @@
 package chattemplate
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -129,11 +130,23 @@ type Context struct {
 // messages, tools=..., add_generation_prompt=..., tokenize=False,
 // **kwargs) does.
 func (t *Template) Render(ctx Context) (string, error) {
-	vars, err := t.contextVars(ctx)
+	return t.RenderContext(context.Background(), ctx)
+}
+
+// RenderContext is Render, stopping with an error of KindBudget that
+// wraps ctx.Err() when ctx is done (looked at every million or so units
+// of work): a deadline on a rendering, in addition to its Limits.
+func (t *Template) RenderContext(ctx context.Context, c Context) (out string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = "", newError(KindRuntime, 0, "internal error: %v", p)
+		}
+	}()
+	vars, err := t.contextVars(c)
 	if err != nil {
 		return "", err
 	}
-	return t.execute(vars)
+	return t.execute(ctx, vars)
 }
 
 // contextVars builds the template's variables in transformers' way:

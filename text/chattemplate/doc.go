@@ -82,11 +82,58 @@
 // objects and generators (a filter such as map gives a list, which prints
 // as one).
 //
-// Errors are *Error values with a Kind (syntax, render, raise_exception)
-// and the template line; Error() reads "chattemplate: line N: message".
-// No input makes Parse or Render panic, and a rendering stops with an
-// error past 10 million steps, 64 MiB of output or 200 nested calls. A
-// Template is safe for concurrent use.
+// Errors are *Error values with a Kind (syntax, render, raise_exception,
+// budget) and the template line; Error() reads "chattemplate: line N:
+// message". A Template is safe for concurrent use.
+//
+// # Limits
+//
+// A chat template comes with a model directory and is untrusted input,
+// so no input makes Parse or Render panic, and every rendering has a
+// budget (Template.Limits; zero fields take the defaults below) that
+// bounds its memory and time, whatever the template and its variables.
+// A rendering stops with an *Error of KindBudget, which names the
+// template line and the limit, before it would go past any of:
+//
+//   - 64 MiB of values (Limits.Alloc), in total. Every operation that
+//     makes a string, list or dict (each filter, str, dict and list
+//     method, global, operator, slice, printing a value, the items of a
+//     loop over a str) checks the size of its result against what is
+//     left before it allocates it, and counts it: a string its bytes, a
+//     list 16 bytes an item (32 for the strs it makes, 24 for the ints
+//     of range, 80 for the (key, value) pairs of items and dictsort), a
+//     dict 64 bytes an entry. A string built a piece at a time (tojson,
+//     a repr, % formatting, case conversions, strftime_now) is checked
+//     as it grows. So no value is larger, and a loop that makes a value
+//     on each turn runs out: "chattemplate: line 3: "ljust" would make
+//     a string of 10000000000000 bytes, above the render's budget of
+//     67108864". The values given to the template do not count.
+//   - 64 MiB of output (Limits.Output), in total: the text the
+//     rendering writes, the text of macros, call blocks, filter blocks
+//     and block sets included.
+//   - 10^9 units of work (Limits.Work), counted without a clock, so that
+//     a rendering stops at the same place on every machine, within a few
+//     seconds on any: a statement or expression costs 100 units, a loop
+//     iteration 300, and an operation one unit for each byte or item it
+//     reads or writes, more where that is slower (a comparison 3 units,
+//     9 in a sort, a character that strip looks at 4, a write to a
+//     string being built 8 more, a dict entry 64 more, a byte of a case
+//     conversion 8 more, a non-ASCII letter of title or swapcase 1000):
+//     searching a 60 MB str costs 60 million units, not one step.
+//   - 200 nested calls (Limits.Calls), of macros, caller and functions.
+//     Comparisons of lists nested more than 1000 deep fail as Python's
+//     do (maximum recursion depth exceeded in comparison).
+//
+// The real templates of the reference tests render a conversation of
+// 200 turns of 10 kB (2 MB) with at most 9% of the values budget, 3% of
+// the output and 1% of the work. Python Jinja2 has no such limits (its
+// sandbox bounds range alone, to 100000 items), so this package is
+// stricter: a template that Jinja2 renders with gigabytes fails here.
+// RenderContext and ExecuteContext also stop a rendering when their
+// context is done (an error of KindBudget that wraps ctx.Err()), for a
+// deadline besides the budget: off by default, since the budget bounds
+// the time already and a clock would make renderings differ between
+// machines.
 //
 // # How @huggingface/jinja differs
 //

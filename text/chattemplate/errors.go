@@ -14,6 +14,10 @@ const (
 	KindRuntime
 	// KindRaised is the template calling raise_exception(message).
 	KindRaised
+	// KindBudget is a rendering stopped at one of its Limits (or by its
+	// context): a value, the output or the work too large, calls nested
+	// too deeply.
+	KindBudget
 )
 
 // String names the kind.
@@ -25,6 +29,8 @@ func (k ErrorKind) String() string {
 		return "render error"
 	case KindRaised:
 		return "raise_exception"
+	case KindBudget:
+		return "budget exceeded"
 	}
 	return "error"
 }
@@ -36,7 +42,15 @@ type Error struct {
 	Kind    ErrorKind
 	Line    int // 1-based line of the template source; 0 if unknown
 	Message string
+	// cause is the context's error, for a rendering stopped by its
+	// context.
+	cause error
 }
+
+// Unwrap is the context's error (context.Canceled or
+// context.DeadlineExceeded) for a rendering its context stopped, else
+// nil.
+func (e *Error) Unwrap() error { return e.cause }
 
 // Error formats the error with its line.
 func (e *Error) Error() string {

@@ -3,20 +3,9 @@ package chattemplate
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+	"unicode/utf8"
 )
-
-// maxOutput bounds a rendering's size, and maxSteps the work it may do,
-// so that no template can run away with memory or time.
-const (
-	maxOutput    = 64 << 20
-	maxCallDepth = 200
-)
-
-// maxSteps bounds the statements and expressions one rendering
-// evaluates (a variable so that the fuzz tests can lower it).
-var maxSteps = 10_000_000
 
 var (
 	errBreak    = errors.New("break")
@@ -31,30 +20,52 @@ type scope struct {
 
 func newScope(parent *scope) *scope { return &scope{vars: map[string]any{}, parent: parent} }
 
-func (s *scope) lookup(name string) (any, bool) {
+// lookup finds name in s or its parents; depth is how many scopes it
+// looked in.
+func (s *scope) lookup(name string) (v any, ok bool, depth int) {
 	for ; s != nil; s = s.parent {
+		depth++
 		if v, ok := s.vars[name]; ok {
-			return v, true
+			return v, true, depth
 		}
 	}
-	return nil, false
+	return nil, false, depth
 }
 
 // renderer holds the state of one rendering.
 type renderer struct {
 	now       func() time.Time
-	steps     int
-	outLen    int
+	b         *budget
 	callDepth int
 }
 
 // macroV is a macro bound to the scope it was defined in.
 type macroV struct {
-	n       *macroNode
-	s       *scope
-	varargs bool // the body reads varargs / kwargs / caller
-	kwargs  bool
-	caller  bool
+	n *macroNode
+	s *scope
+	macroReads
+}
+
+// macroReads says whether a macro's body reads varargs, kwargs and
+// caller.
+type macroReads struct {
+	varargs, kwargs, caller bool
+}
+
+// readsOf is what a macro's body reads.
+func readsOf(body []node) macroReads {
+	var m macroReads
+	walkNames(body, func(name string) {
+		switch name {
+		case "varargs":
+			m.varargs = true
+		case "kwargs":
+			m.kwargs = true
+		case "caller":
+			m.caller = true
+		}
+	})
+	return m
 }
 
 func (r *renderer) rtErr(line int, format string, args ...any) error {
@@ -76,24 +87,34 @@ func wrap(err error, line int) error {
 	return newError(KindRuntime, line, "%s", err.Error())
 }
 
+// step counts the work of a statement, an expression or a loop
+// iteration.
 func (r *renderer) step(line int) error {
-	r.steps++
-	if r.steps > maxSteps {
-		return r.rtErr(line, "template took too many steps")
+	if !r.b.spend(stepCost) {
+		return wrap(r.b.err, line)
 	}
 	return nil
 }
 
-func (r *renderer) write(w *strings.Builder, s string, line int) error {
-	r.outLen += len(s)
-	if r.outLen > maxOutput {
-		return r.rtErr(line, "output larger than %d bytes", maxOutput)
+// write writes s to the output (or a macro's or block's text), within
+// the output budget.
+func (r *renderer) write(w *textBuf, s string, line int) error {
+	b := r.b
+	if b.err != nil {
+		return wrap(b.err, line)
 	}
-	w.WriteString(s)
+	if int64(len(s)) > b.lim.Output-b.out {
+		return wrap(b.fail(budgetErr("output larger than the render's budget of %d bytes", b.lim.Output)), line)
+	}
+	b.out += int64(len(s))
+	if !b.spend(int64(len(s))) {
+		return wrap(b.err, line)
+	}
+	w.write(s, b.lim.Output-b.out)
 	return nil
 }
 
-func (r *renderer) exec(body []node, s *scope, w *strings.Builder) error {
+func (r *renderer) exec(body []node, s *scope, w *textBuf) error {
 	for _, n := range body {
 		if err := r.execNode(n, s, w); err != nil {
 			return err
@@ -102,13 +123,13 @@ func (r *renderer) exec(body []node, s *scope, w *strings.Builder) error {
 	return nil
 }
 
-func (r *renderer) execNode(n node, s *scope, w *strings.Builder) error {
+func (r *renderer) execNode(n node, s *scope, w *textBuf) error {
 	if err := r.step(n.nodeLine()); err != nil {
 		return err
 	}
 	switch n := n.(type) {
 	case textNode:
-		return r.write(w, n.text, 0)
+		return r.write(w, n.text, n.line)
 	case *outputNode:
 		return r.execOutput(n, s, w)
 	case *ifNode:
@@ -135,31 +156,40 @@ func (r *renderer) execNode(n node, s *scope, w *strings.Builder) error {
 	return fmt.Errorf("unknown node %T", n)
 }
 
-func (r *renderer) execOutput(n *outputNode, s *scope, w *strings.Builder) error {
+func (r *renderer) execOutput(n *outputNode, s *scope, w *textBuf) error {
 	v, err := r.eval(n.e, s)
 	if err != nil {
 		return err
 	}
-	return r.write(w, pyStr(v), n.line)
+	return r.writeValue(w, v, n.line)
 }
 
-func (r *renderer) execCallBlock(n *callBlockNode, s *scope, w *strings.Builder) error {
+// writeValue writes v's str.
+func (r *renderer) writeValue(w *textBuf, v any, line int) error {
+	str, err := r.b.str("print", v)
+	if err != nil {
+		return wrap(err, line)
+	}
+	return r.write(w, str, line)
+}
+
+func (r *renderer) execCallBlock(n *callBlockNode, s *scope, w *textBuf) error {
 	v, err := r.evalCall(n.call, s, newMacro(n.caller, s))
 	if err != nil {
 		return err
 	}
-	return r.write(w, pyStr(v), n.line)
+	return r.writeValue(w, v, n.line)
 }
 
-func (r *renderer) execFilterBlock(n *filterBlockNode, s *scope, w *strings.Builder) error {
+func (r *renderer) execFilterBlock(n *filterBlockNode, s *scope, w *textBuf) error {
 	v, err := r.filterBlock(n.body, n.filter, s)
 	if err != nil {
 		return err
 	}
-	return r.write(w, pyStr(v), n.line)
+	return r.writeValue(w, v, n.line)
 }
 
-func (r *renderer) execIf(n *ifNode, s *scope, w *strings.Builder) error {
+func (r *renderer) execIf(n *ifNode, s *scope, w *textBuf) error {
 	c, err := r.eval(n.cond, s)
 	if err != nil {
 		return err
@@ -173,7 +203,7 @@ func (r *renderer) execIf(n *ifNode, s *scope, w *strings.Builder) error {
 // filterBlock renders body and applies the filter chain f to the text,
 // for filter blocks and block sets.
 func (r *renderer) filterBlock(body []node, f *filterExpr, s *scope) (any, error) {
-	var b strings.Builder
+	var b textBuf
 	if err := r.exec(body, newScope(s), &b); err != nil {
 		return nil, err
 	}
@@ -183,7 +213,7 @@ func (r *renderer) filterBlock(body []node, f *filterExpr, s *scope) (any, error
 	return r.applyFilterChain(f, b.String(), s)
 }
 
-func (r *renderer) execWith(n *withNode, s *scope, w *strings.Builder) error {
+func (r *renderer) execWith(n *withNode, s *scope, w *textBuf) error {
 	inner := newScope(s)
 	for i, t := range n.targets {
 		v, err := r.eval(n.values[i], s)
@@ -198,18 +228,7 @@ func (r *renderer) execWith(n *withNode, s *scope, w *strings.Builder) error {
 }
 
 func newMacro(n *macroNode, s *scope) *macroV {
-	m := &macroV{n: n, s: s}
-	walkNames(n.body, func(name string) {
-		switch name {
-		case "varargs":
-			m.varargs = true
-		case "kwargs":
-			m.kwargs = true
-		case "caller":
-			m.caller = true
-		}
-	})
-	return m
+	return &macroV{n: n, s: s, macroReads: n.reads}
 }
 
 // iterate returns the items a for loop (or *args) visits.
@@ -220,7 +239,8 @@ func (r *renderer) iterate(v any, line int) ([]any, error) {
 	case *dictV:
 		return v.keys, nil
 	case string:
-		return chars(v), nil
+		items, err := r.b.chars("for", v)
+		return items, wrap(err, line)
 	case *undefV:
 		if v.unsafe {
 			return nil, r.rtErr(line, "%s", v.msg)
@@ -230,16 +250,40 @@ func (r *renderer) iterate(v any, line int) ([]any, error) {
 	return nil, r.rtErr(line, "'%s' object is not iterable", typeName(v))
 }
 
-// chars are the characters of s, as strs.
-func chars(s string) []any {
-	items := make([]any, 0, len(s))
-	for _, c := range s {
-		items = append(items, string(c))
+// asciiChars are the one-character strs of ASCII, ready as values, so
+// that iterating an ASCII str allocates nothing for its characters.
+var asciiChars = func() (t [utf8.RuneSelf]any) {
+	for i := range t {
+		t[i] = string(rune(i))
 	}
-	return items
+	return t
+}()
+
+// chars are the characters of s, as strs, for the operation what.
+func (b *budget) chars(what string, s string) ([]any, error) {
+	if err := b.workFor(what, int64(len(s))); err != nil {
+		return nil, err
+	}
+	n := int64(utf8.RuneCountInString(s))
+	size := int64(itemBytes)
+	if !isASCII(s) {
+		size = strItemBytes + utf8.UTFMax
+	}
+	if err := b.takeItems(what, "list", n, size); err != nil {
+		return nil, err
+	}
+	items := make([]any, 0, n)
+	for _, c := range s {
+		if c < utf8.RuneSelf {
+			items = append(items, asciiChars[c])
+		} else {
+			items = append(items, string(c))
+		}
+	}
+	return items, nil
 }
 
-func (r *renderer) execFor(n *forNode, s *scope, w *strings.Builder) error {
+func (r *renderer) execFor(n *forNode, s *scope, w *textBuf) error {
 	iv, err := r.eval(n.iter, s)
 	if err != nil {
 		return err
@@ -256,8 +300,8 @@ func (r *renderer) execFor(n *forNode, s *scope, w *strings.Builder) error {
 	loop := &loopV{items: items}
 	loopScope := newScope(s)
 	for i, it := range items {
-		if err := r.step(n.line); err != nil {
-			return err
+		if !r.b.spend(iterCost) {
+			return wrap(r.b.err, n.line)
 		}
 		loop.i = i
 		is := newScope(loopScope) // assignments last one iteration
@@ -281,6 +325,9 @@ func (r *renderer) execFor(n *forNode, s *scope, w *strings.Builder) error {
 
 // loopFilter keeps the items for which the "if" of a for loop holds.
 func (r *renderer) loopFilter(n *forNode, items []any, s *scope) ([]any, error) {
+	if err := r.b.takeList("for", int64(len(items))); err != nil {
+		return nil, wrap(err, n.line)
+	}
 	var kept []any
 	for _, it := range items {
 		fs := newScope(s)
@@ -322,21 +369,31 @@ func (r *renderer) assign(target expr, v any, s *scope, line int) error {
 // unpack returns the n items of v that a tuple assignment binds.
 func (r *renderer) unpack(v any, n int, line int) ([]any, error) {
 	var items []any
+	var count int
 	switch v := v.(type) {
 	case *listV:
-		items = v.items
+		items, count = v.items, len(v.items)
 	case *dictV:
-		items = v.keys
+		items, count = v.keys, v.len()
 	case string:
-		items = chars(v)
+		if err := r.b.workFor("unpack", int64(len(v))); err != nil {
+			return nil, wrap(err, line)
+		}
+		count = utf8.RuneCountInString(v)
 	default:
 		return nil, r.rtErr(line, "cannot unpack non-iterable %s object", typeName(v))
 	}
 	switch {
-	case len(items) < n:
-		return nil, r.rtErr(line, "not enough values to unpack (expected %d, got %d)", n, len(items))
-	case len(items) > n:
+	case count < n:
+		return nil, r.rtErr(line, "not enough values to unpack (expected %d, got %d)", n, count)
+	case count > n:
 		return nil, r.rtErr(line, "too many values to unpack (expected %d)", n)
+	}
+	if s, ok := v.(string); ok {
+		var err error
+		if items, err = r.b.chars("unpack", s); err != nil {
+			return nil, wrap(err, line)
+		}
 	}
 	return items, nil
 }
@@ -518,6 +575,9 @@ func (r *renderer) positional(c *callExpr, s *scope) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.b.takeList("*", int64(len(pos)+len(items))); err != nil {
+		return nil, wrap(err, c.line)
+	}
 	return append(pos, items...), nil
 }
 
@@ -530,6 +590,9 @@ func (r *renderer) starStarArgs(c *callExpr, s *scope, kw *dictV) error {
 	d, ok := v.(*dictV)
 	if !ok {
 		return r.rtErr(c.line, "argument after ** must be a mapping, not %s", typeName(v))
+	}
+	if err := r.b.copyDict("**", d); err != nil {
+		return wrap(err, c.line)
 	}
 	for i, k := range d.keys {
 		ks, ok := k.(string)
@@ -567,8 +630,8 @@ func (r *renderer) evalCall(c *callExpr, s *scope, caller *macroV) (any, error) 
 func (r *renderer) call(fn any, args []any, kw *dictV, line int) (any, error) {
 	r.callDepth++
 	defer func() { r.callDepth-- }()
-	if r.callDepth > maxCallDepth {
-		return nil, r.rtErr(line, "maximum recursion depth exceeded")
+	if r.callDepth > r.b.lim.Calls {
+		return nil, wrap(r.b.fail(budgetErr("maximum recursion depth exceeded: more than the render's budget of %d nested calls", r.b.lim.Calls)), line)
 	}
 	switch f := fn.(type) {
 	case *funcV:
@@ -589,7 +652,7 @@ func (r *renderer) callMacro(m *macroV, args []any, kw *dictV, line int) (any, e
 	if err := r.bindExtraArgs(m, args, kw, ms, line); err != nil {
 		return nil, err
 	}
-	var b strings.Builder
+	var b textBuf
 	if err := r.exec(m.n.body, ms, &b); err != nil {
 		if err == errBreak || err == errContinue {
 			return nil, r.rtErr(line, "break or continue outside a loop")
@@ -637,12 +700,20 @@ func (r *renderer) bindExtraArgs(m *macroV, args []any, kw *dictV, ms *scope, li
 		if !m.varargs {
 			return r.rtErr(line, "macro '%s' takes not more than %d argument(s)", name, len(params))
 		}
+		if err := r.b.takeList("varargs", int64(len(args)-len(params))); err != nil {
+			return wrap(err, line)
+		}
 		extra.items = append(extra.items, args[len(params):]...)
 	}
 	if m.varargs {
 		ms.vars["varargs"] = extra
 	}
 	rest := newDict()
+	if kw != nil && m.kwargs {
+		if err := r.b.copyDict("kwargs", kw); err != nil {
+			return wrap(err, line)
+		}
+	}
 	if kw != nil {
 		for i, k := range kw.keys {
 			ks := k.(string)

@@ -19,7 +19,7 @@ func (r *renderer) eval1(e expr, s *scope) (any, error) {
 	case *constExpr:
 		return e.v, nil
 	case *nameExpr:
-		return lookupName(e.name, s), nil
+		return r.lookupName(e.name, s)
 	case *listExpr:
 		return r.evalList(e.items, false, s)
 	case *tupleExpr:
@@ -50,19 +50,29 @@ func (r *renderer) eval1(e expr, s *scope) (any, error) {
 	return nil, fmt.Errorf("unknown expression %T", e)
 }
 
-// lookupName is a variable, else a global, else undefined.
-func lookupName(name string, s *scope) any {
-	if v, ok := s.lookup(name); ok {
-		return v
+// lookupName is a variable, else a global, else undefined. Looking
+// through many scopes (loops and call blocks nested deep) costs work.
+func (r *renderer) lookupName(name string, s *scope) (any, error) {
+	v, ok, depth := s.lookup(name)
+	if depth > scopesFree {
+		if err := r.b.spendErr(scopeCost * int64(depth-scopesFree)); err != nil {
+			return nil, err
+		}
+	}
+	if ok {
+		return v, nil
 	}
 	if v, ok := globals[name]; ok {
-		return v
+		return v, nil
 	}
-	return &undefV{msg: fmt.Sprintf("'%s' is undefined", name)}
+	return &undefV{msg: fmt.Sprintf("'%s' is undefined", name)}, nil
 }
 
 // evalList evaluates a list or tuple literal.
 func (r *renderer) evalList(items []expr, tuple bool, s *scope) (any, error) {
+	if err := r.b.takeList("[]", int64(len(items))); err != nil {
+		return nil, err
+	}
 	l := &listV{items: make([]any, 0, len(items)), tuple: tuple}
 	for _, x := range items {
 		v, err := r.eval(x, s)
@@ -75,10 +85,16 @@ func (r *renderer) evalList(items []expr, tuple bool, s *scope) (any, error) {
 }
 
 func (r *renderer) evalDict(e *dictExpr, s *scope) (any, error) {
+	if err := r.b.takeDict("{}", int64(len(e.keys))); err != nil {
+		return nil, err
+	}
 	d := newDict()
 	for i := range e.keys {
 		k, err := r.eval(e.keys[i], s)
 		if err != nil {
+			return nil, err
+		}
+		if err := r.b.spendErr(keyWork(k)); err != nil {
 			return nil, err
 		}
 		v, err := r.eval(e.vals[i], s)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // filterFunc implements a filter: v is the value filtered, args and kw
@@ -18,11 +19,11 @@ var filters map[string]filterFunc
 
 func init() {
 	filters = map[string]filterFunc{
-		"abs":         unary("abs", filterAbs),
+		"abs":         unary("abs", func(_ *renderer, v any) (any, error) { return filterAbs(v) }),
 		"attr":        filterAttr,
-		"capitalize":  strFilter("capitalize", pyCapitalize),
+		"capitalize":  strFilter("capitalize", (*budget).capitalize),
 		"center":      filterCenter,
-		"count":       unary("length", lengthOf),
+		"count":       unary("length", func(r *renderer, v any) (any, error) { return r.b.lengthOf(v) }),
 		"d":           filterDefault,
 		"default":     filterDefault,
 		"dictsort":    filterDictsort,
@@ -37,30 +38,30 @@ func init() {
 		"items":       unary("items", filterItems),
 		"join":        filterJoin,
 		"last":        unary("last", filterLast),
-		"length":      unary("length", lengthOf),
+		"length":      unary("length", func(r *renderer, v any) (any, error) { return r.b.lengthOf(v) }),
 		"list":        unary("list", filterList),
-		"lower":       strFilter("lower", pyLower),
+		"lower":       strFilter("lower", (*budget).lower),
 		"map":         filterMap,
 		"max":         minMax("max", 1),
 		"min":         minMax("min", -1),
-		"pprint":      unary("pprint", func(v any) (any, error) { return pyRepr(v), nil }),
+		"pprint":      unary("pprint", func(r *renderer, v any) (any, error) { return r.b.repr("pprint", v) }),
 		"reject":      selectFilter(false, false),
 		"rejectattr":  selectFilter(false, true),
 		"replace":     filterReplace,
 		"reverse":     unary("reverse", filterReverse),
 		"round":       filterRound,
-		"safe":        unary("safe", func(v any) (any, error) { return v, nil }),
+		"safe":        unary("safe", func(_ *renderer, v any) (any, error) { return v, nil }),
 		"select":      selectFilter(true, false),
 		"selectattr":  selectFilter(true, true),
 		"sort":        filterSort,
-		"string":      unary("string", func(v any) (any, error) { return pyStr(v), nil }),
+		"string":      unary("string", func(r *renderer, v any) (any, error) { return r.b.str("string", v) }),
 		"sum":         filterSum,
-		"title":       strFilter("title", jinjaTitle),
+		"title":       strFilter("title", (*budget).jinjaTitle),
 		"tojson":      filterTojson,
 		"trim":        filterTrim,
 		"truncate":    filterTruncate,
 		"unique":      filterUnique,
-		"upper":       strFilter("upper", pyUpper),
+		"upper":       strFilter("upper", (*budget).upper),
 		"wordcount":   unary("wordcount", filterWordcount),
 	}
 }
@@ -93,18 +94,25 @@ func (r *renderer) applyFilterChain(f *filterExpr, v any, s *scope) (any, error)
 }
 
 // unary is a filter without arguments.
-func unary(name string, f func(v any) (any, error)) filterFunc {
+func unary(name string, f func(r *renderer, v any) (any, error)) filterFunc {
 	return func(r *renderer, v any, args []any, kw *dictV) (any, error) {
 		if _, err := bind(name, args, kw, nil, nil); err != nil {
 			return nil, err
 		}
-		return f(v)
+		return f(r, v)
 	}
 }
 
-// strFilter is a filter without arguments that maps v's str to another.
-func strFilter(name string, f func(string) string) filterFunc {
-	return unary(name, func(v any) (any, error) { return f(pyStr(v)), nil })
+// strFilter is a filter without arguments that maps v's str to another
+// within the budget.
+func strFilter(name string, f func(b *budget, what, s string) (string, error)) filterFunc {
+	return unary(name, func(r *renderer, v any) (any, error) {
+		s, err := r.b.str(name, v)
+		if err != nil {
+			return nil, err
+		}
+		return f(r.b, name, s)
+	})
 }
 
 func filterAbs(v any) (any, error) {
@@ -131,6 +139,9 @@ func filterAttr(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	if !ok {
 		return &undefV{msg: "attribute name must be a string"}, nil
 	}
+	if err := r.b.workFor("attr", keyWork(name)); err != nil {
+		return nil, err
+	}
 	switch x := v.(type) {
 	case *dictV:
 		if m, ok := dictMethods[name]; ok {
@@ -153,7 +164,11 @@ func filterCenter(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("center() width must be an integer")
 	}
-	return pad(pyStr(v), int(w), " ", "center"), nil
+	s, err := r.b.str("center", v)
+	if err != nil {
+		return nil, err
+	}
+	return r.b.pad("center", s, w, " ", "center")
 }
 
 // filterDefault is default(default_value="", boolean=False): the default
@@ -188,8 +203,12 @@ func filterDictsort(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	default:
 		return nil, fmt.Errorf("you can only sort by either 'key' or 'value'")
 	}
-	items, err := sortValues(itemPairs(d).items, func(it any) (any, error) {
-		return sortKey(it.(*listV).items[pos], truthy(a[0])), nil
+	pairs, err := r.b.itemPairs("dictsort", d)
+	if err != nil {
+		return nil, err
+	}
+	items, err := r.b.sortValues("dictsort", pairs.items, func(it any) (any, error) {
+		return r.b.sortKey("dictsort", it.(*listV).items[pos], truthy(a[0]))
 	}, truthy(a[2]))
 	if err != nil {
 		return nil, err
@@ -199,11 +218,39 @@ func filterDictsort(r *renderer, v any, args []any, kw *dictV) (any, error) {
 
 var htmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;")
 
-// filterEscape is escape: v's str with HTML's special characters escaped.
-func filterEscape(v any) (any, error) { return htmlEscaper.Replace(pyStr(v)), nil }
+// filterEscape is escape: v's str with HTML's special characters
+// escaped.
+func filterEscape(r *renderer, v any) (any, error) {
+	s, err := r.b.str("escape", v)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.b.workFor("escape", int64(len(s))); err != nil {
+		return nil, err
+	}
+	size := int64(len(s))
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '&', '"', '\'':
+			size += 4
+		case '<', '>':
+			size += 3
+		}
+	}
+	if err := r.b.takeStr("escape", size); err != nil {
+		return nil, err
+	}
+	return htmlEscaper.Replace(s), nil
+}
 
-func filterFirst(v any) (any, error) {
-	items, err := seqItems(v)
+func filterFirst(r *renderer, v any) (any, error) {
+	if s, ok := v.(string); ok {
+		// The first character, without making a list of them all.
+		if c, n := utf8.DecodeRuneInString(s); n > 0 {
+			return string(c), nil
+		}
+	}
+	items, err := r.b.seqItems("first", v)
 	if err != nil {
 		return nil, err
 	}
@@ -213,8 +260,13 @@ func filterFirst(v any) (any, error) {
 	return items[0], nil
 }
 
-func filterLast(v any) (any, error) {
-	items, err := seqItems(v)
+func filterLast(r *renderer, v any) (any, error) {
+	if s, ok := v.(string); ok {
+		if c, n := utf8.DecodeLastRuneInString(s); n > 0 {
+			return string(c), nil
+		}
+	}
+	items, err := r.b.seqItems("last", v)
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +284,9 @@ func filterFloat(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	}
 	switch x := v.(type) {
 	case string:
+		if err := r.b.scratch("float", x); err != nil {
+			return nil, err
+		}
 		if f, ok := pyFloatParse(x); ok {
 			return f, nil
 		}
@@ -251,7 +306,11 @@ func filterFormat(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	if kw != nil && kw.len() > 0 {
 		x = kw
 	}
-	return pyPercentFormat(pyStr(v), x)
+	f, err := r.b.str("format", v)
+	if err != nil {
+		return nil, err
+	}
+	return pyPercentFormat(r.b, "format", f, x)
 }
 
 // filterIndent is indent(width=4, first=False, blank=False): the lines
@@ -270,20 +329,50 @@ func filterIndent(r *renderer, v any, args []any, kw *dictV) (any, error) {
 		}
 		ind = strings.Repeat(" ", int(max(0, min(n, 1000))))
 	}
-	lines := pySplitlines(pyStr(v)+"\n", false)
+	s, err := r.b.str("indent", v)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.b.workFor("indent", 4*int64(len(s))); err != nil {
+		return nil, err
+	}
+	// The size of the result is known (to a byte or so: line breaks
+	// become "\n") before it is made.
+	if err := r.b.takeStr("indent", int64(len(s))+1); err != nil {
+		return nil, err
+	}
+	t := s + "\n"
+	first, blank := truthy(a[1]), truthy(a[2])
+	indented, i := int64(0), 0
+	if first {
+		indented++
+	}
+	eachLine(t, false, func(ln string) {
+		if i > 0 && (ln != "" || blank) {
+			indented++
+		}
+		i++
+	})
+	size := addSat(int64(len(t)), mulSat(indented, int64(len(ind))))
+	if err := r.b.takeStr("indent", size); err != nil {
+		return nil, err
+	}
 	var b strings.Builder
-	if truthy(a[1]) {
+	b.Grow(int(size))
+	if first {
 		b.WriteString(ind)
 	}
-	for i, ln := range lines {
+	i = 0
+	eachLine(t, false, func(ln string) {
 		if i > 0 {
 			b.WriteByte('\n')
-			if ln != "" || truthy(a[2]) {
+			if ln != "" || blank {
 				b.WriteString(ind)
 			}
 		}
 		b.WriteString(ln)
-	}
+		i++
+	})
 	return b.String(), nil
 }
 
@@ -294,6 +383,11 @@ func filterInt(r *renderer, v any, args []any, kw *dictV) (any, error) {
 		return nil, err
 	}
 	base, _, _, _ := number(a[1])
+	if x, ok := v.(string); ok {
+		if err := r.b.scratch("int", x); err != nil {
+			return nil, err
+		}
+	}
 	if i, ok := pyInt(v, base); ok {
 		return i, nil
 	}
@@ -301,12 +395,12 @@ func filterInt(r *renderer, v any, args []any, kw *dictV) (any, error) {
 }
 
 // filterItems is items: a dict's (key, value) pairs.
-func filterItems(v any) (any, error) {
+func filterItems(r *renderer, v any) (any, error) {
 	switch x := v.(type) {
 	case *undefV:
 		return &listV{}, nil
 	case *dictV:
-		return itemPairs(x), nil
+		return r.b.itemPairs("items", x)
 	}
 	return nil, fmt.Errorf("can only get item pairs from a mapping")
 }
@@ -318,12 +412,15 @@ func filterJoin(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sep, ok := a[0].(string)
-	if !ok {
-		sep = pyStr(a[0])
-	}
-	items, err := seqItems(v)
+	sep, err := r.b.str("join", a[0])
 	if err != nil {
+		return nil, err
+	}
+	items, err := r.b.seqItems("join", v)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.b.takeItems("join", "list", int64(len(items)), itemBytes); err != nil {
 		return nil, err
 	}
 	parts := make([]string, len(items))
@@ -333,14 +430,23 @@ func filterJoin(r *renderer, v any, args []any, kw *dictV) (any, error) {
 				return nil, err
 			}
 		}
-		parts[i] = pyStr(it)
+		if parts[i], err = r.b.str("join", it); err != nil {
+			return nil, err
+		}
 	}
-	return strings.Join(parts, sep), nil
+	return r.b.join("join", parts, sep)
 }
 
-func filterList(v any) (any, error) {
-	items, err := seqItems(v)
+func filterList(r *renderer, v any) (any, error) {
+	if s, ok := v.(string); ok {
+		items, err := r.b.chars("list", s)
+		return &listV{items: items}, err
+	}
+	items, err := r.b.seqItems("list", v)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.b.takeList("list", int64(len(items))); err != nil {
 		return nil, err
 	}
 	return &listV{items: append([]any(nil), items...)}, nil
@@ -349,8 +455,11 @@ func filterList(v any) (any, error) {
 // filterMap is map(attribute=..., default=...), each item's attribute,
 // or map(name, *args, **kwargs), the filter name applied to each item.
 func filterMap(r *renderer, v any, args []any, kw *dictV) (any, error) {
-	items, err := seqItems(v)
+	items, err := r.b.seqItems("map", v)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.b.takeList("map", int64(len(items))); err != nil {
 		return nil, err
 	}
 	if kw != nil {
@@ -364,7 +473,7 @@ func filterMap(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	name, ok := args[0].(string)
 	f := filters[name]
 	if !ok || f == nil {
-		return nil, fmt.Errorf("no filter named %s", pyRepr(args[0]))
+		return nil, fmt.Errorf("no filter named %s", shortRepr(args[0]))
 	}
 	out := &listV{items: make([]any, 0, len(items))}
 	for _, it := range items {
@@ -402,14 +511,14 @@ func minMax(name string, sign int) filterFunc {
 		if err != nil {
 			return nil, err
 		}
-		items, err := seqItems(v)
+		items, err := r.b.seqItems(name, v)
 		if err != nil {
 			return nil, err
 		}
 		if len(items) == 0 {
 			return &undefV{msg: "No aggregated item, sequence was empty."}, nil
 		}
-		key := r.sortKeyFunc(a[1], truthy(a[0]))
+		key := r.sortKeyFunc(name, a[1], truthy(a[0]))
 		best := items[0]
 		bk, err := key(best)
 		if err != nil {
@@ -420,7 +529,10 @@ func minMax(name string, sign int) filterFunc {
 			if err != nil {
 				return nil, err
 			}
-			c, ok := pyCompare(k, bk)
+			c, ok := pyCompare(r.b, k, bk)
+			if err := r.b.failed(); err != nil {
+				return nil, err
+			}
 			if !ok {
 				return nil, fmt.Errorf("'<' not supported between instances of '%s' and '%s'", typeName(k), typeName(bk))
 			}
@@ -437,8 +549,11 @@ func minMax(name string, sign int) filterFunc {
 // of the item or its attribute.
 func selectFilter(keep, attr bool) filterFunc {
 	return func(r *renderer, v any, args []any, kw *dictV) (any, error) {
-		items, err := seqItems(v)
+		items, err := r.b.seqItems("select", v)
 		if err != nil {
+			return nil, err
+		}
+		if err := r.b.takeList("select", int64(len(items))); err != nil {
 			return nil, err
 		}
 		var attrName any
@@ -452,7 +567,7 @@ func selectFilter(keep, attr bool) filterFunc {
 		if len(args) > 0 {
 			name, ok := args[0].(string)
 			if test = tests[name]; !ok || test == nil {
-				return nil, fmt.Errorf("no test named %s", pyRepr(args[0]))
+				return nil, fmt.Errorf("no test named %s", shortRepr(args[0]))
 			}
 			args = args[1:]
 		}
@@ -486,21 +601,36 @@ func filterReplace(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	if a[2] != nil {
 		n, _, _, _ = number(a[2])
 	}
-	return pyReplace(pyStr(v), pyStr(a[0]), pyStr(a[1]), n), nil
+	var strs [3]string
+	for i, x := range []any{v, a[0], a[1]} {
+		if strs[i], err = r.b.str("replace", x); err != nil {
+			return nil, err
+		}
+	}
+	return r.b.replace("replace", strs[0], strs[1], strs[2], n)
 }
 
 // filterReverse is reverse: a string reversed, or the items of v as a
 // list in reverse order.
-func filterReverse(v any) (any, error) {
+func filterReverse(r *renderer, v any) (any, error) {
 	if s, ok := v.(string); ok {
-		rs := []rune(s)
-		for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
-			rs[i], rs[j] = rs[j], rs[i]
+		if err := r.b.takeStr("reverse", int64(len(s))); err != nil {
+			return nil, err
 		}
-		return string(rs), nil
+		var b strings.Builder
+		b.Grow(len(s))
+		for i := len(s); i > 0; {
+			_, n := utf8.DecodeLastRuneInString(s[:i])
+			b.WriteString(s[i-n : i]) // a byte that is not UTF-8 as it is: the size counted
+			i -= n
+		}
+		return b.String(), nil
 	}
-	items, err := seqItems(v)
+	items, err := r.b.seqItems("reverse", v)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.b.takeList("reverse", int64(len(items))); err != nil {
 		return nil, err
 	}
 	out := &listV{items: make([]any, len(items))}
@@ -532,11 +662,11 @@ func filterSort(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	items, err := seqItems(v)
+	items, err := r.b.seqItems("sort", v)
 	if err != nil {
 		return nil, err
 	}
-	sorted, err := sortValues(items, r.sortKeyFunc(a[2], truthy(a[1])), truthy(a[0]))
+	sorted, err := r.b.sortValues("sort", items, r.sortKeyFunc("sort", a[2], truthy(a[1])), truthy(a[0]))
 	if err != nil {
 		return nil, err
 	}
@@ -549,12 +679,15 @@ func filterSum(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	items, err := seqItems(v)
+	items, err := r.b.seqItems("sum", v)
 	if err != nil {
 		return nil, err
 	}
 	acc := a[1]
 	for _, it := range items {
+		if err := r.b.spendErr(1); err != nil {
+			return nil, err
+		}
 		if a[0] != nil {
 			if it, err = r.getAttrPath(it, a[0]); err != nil {
 				return nil, err
@@ -591,7 +724,7 @@ func filterTojson(r *renderer, v any, args []any, kw *dictV) (any, error) {
 		}
 		o.hasSeps = true
 	}
-	return toJSON(v, o)
+	return toJSON(r.b, v, o)
 }
 
 // separators reads tojson's separators, a pair of strs.
@@ -614,7 +747,11 @@ func filterTrim(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pyStrip(pyStr(v), a[0], true, true)
+	s, err := r.b.str("trim", v)
+	if err != nil {
+		return nil, err
+	}
+	return r.b.strip(s, a[0], true, true)
 }
 
 // filterTruncate is truncate(length=255, killwords=False, end='...',
@@ -626,23 +763,34 @@ func filterTruncate(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := pyStr(v)
-	n, _, _, _ := number(a[0])
-	end := pyStr(a[2])
-	lw, _, _, _ := number(a[3])
-	rs := []rune(s)
-	if int64(len([]rune(end))) > n {
-		return nil, fmt.Errorf("expected length >= %d, got %d", len([]rune(end)), n)
+	s, err := r.b.str("truncate", v)
+	if err != nil {
+		return nil, err
 	}
-	if int64(len(rs)) <= n+lw {
+	end, err := r.b.str("truncate", a[2])
+	if err != nil {
+		return nil, err
+	}
+	n, _, _, _ := number(a[0])
+	lw, _, _, _ := number(a[3])
+	if err := r.b.workFor("truncate", int64(len(s)+len(end))); err != nil {
+		return nil, err
+	}
+	endLen := int64(utf8.RuneCountInString(end))
+	if endLen > n {
+		return nil, fmt.Errorf("expected length >= %d, got %d", endLen, n)
+	}
+	if int64(utf8.RuneCountInString(s)) <= addSat(n, max(lw, 0)) && n+lw >= n {
 		return s, nil
 	}
-	cut := string(rs[:n-int64(len([]rune(end)))])
-	if truthy(a[1]) {
-		return cut + end, nil
+	cut := s[:runeOffset(s, int(n-endLen))]
+	if !truthy(a[1]) {
+		if i := strings.LastIndex(cut, " "); i >= 0 {
+			cut = cut[:i]
+		}
 	}
-	if i := strings.LastIndex(cut, " "); i >= 0 {
-		cut = cut[:i]
+	if err := r.b.takeStr("truncate", int64(len(cut)+len(end))); err != nil {
+		return nil, err
 	}
 	return cut + end, nil
 }
@@ -654,11 +802,14 @@ func filterUnique(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	items, err := seqItems(v)
+	items, err := r.b.seqItems("unique", v)
 	if err != nil {
 		return nil, err
 	}
-	key := r.sortKeyFunc(a[1], truthy(a[0]))
+	if err := r.b.takeItems("unique", "list", int64(len(items)), 2*itemBytes); err != nil {
+		return nil, err
+	}
+	key := r.sortKeyFunc("unique", a[1], truthy(a[0]))
 	out := &listV{}
 	var seen []any
 	for _, it := range items {
@@ -666,7 +817,11 @@ func filterUnique(r *renderer, v any, args []any, kw *dictV) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !containsEqual(seen, k) {
+		in := containsEqual(r.b, seen, k)
+		if err := r.b.failed(); err != nil {
+			return nil, err
+		}
+		if !in {
 			seen = append(seen, k)
 			out.items = append(out.items, it)
 		}
@@ -674,21 +829,32 @@ func filterUnique(r *renderer, v any, args []any, kw *dictV) (any, error) {
 	return out, nil
 }
 
-// containsEqual reports whether an item of l equals x.
-func containsEqual(l []any, x any) bool {
+// containsEqual reports whether an item of l equals x (counting the
+// work in b).
+func containsEqual(b *budget, l []any, x any) bool {
 	for _, it := range l {
-		if pyEqual(it, x) {
+		if pyEqual(b, it, x) {
 			return true
+		}
+		if b.failed() != nil {
+			return false
 		}
 	}
 	return false
 }
 
 // filterWordcount is wordcount: the number of runs of word characters.
-func filterWordcount(v any) (any, error) {
+func filterWordcount(r *renderer, v any) (any, error) {
+	s, err := r.b.str("wordcount", v)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.b.workFor("wordcount", 4*int64(len(s))); err != nil {
+		return nil, err
+	}
 	n := int64(0)
 	in := false
-	for _, c := range pyStr(v) {
+	for _, c := range s {
 		w := c == '_' || unicode.IsLetter(c) || unicode.IsDigit(c) || unicode.Is(unicode.Mn, c)
 		if w && !in {
 			n++

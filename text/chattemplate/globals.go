@@ -30,26 +30,37 @@ func globalNamespace(r *renderer, args []any, kw *dictV) (any, error) {
 	d := newDict()
 	if len(args) == 1 {
 		var err error
-		if d, err = dictFromPairs(args[0]); err != nil {
+		if d, err = dictFromPairs(r.b, args[0]); err != nil {
 			return nil, err
 		}
 	}
-	setKeywords(d, kw)
+	if err := setKeywords(r.b, "namespace", d, kw); err != nil {
+		return nil, err
+	}
 	return &nsV{d: d}, nil
 }
 
 // dictFromPairs is a copy of a dict, or a dict of a list of key/value
-// pairs.
-func dictFromPairs(v any) (*dictV, error) {
+// pairs, within the budget.
+func dictFromPairs(b *budget, v any) (*dictV, error) {
 	switch a := v.(type) {
 	case *dictV:
+		if err := b.copyDict("namespace", a); err != nil {
+			return nil, err
+		}
 		return a.copy(), nil
 	case *listV:
+		if err := b.takeDict("namespace", int64(len(a.items))); err != nil {
+			return nil, err
+		}
 		d := newDict()
 		for _, it := range a.items {
 			p, ok := it.(*listV)
 			if !ok || len(p.items) != 2 {
 				return nil, fmt.Errorf("namespace expected an iterable of key/value pairs")
+			}
+			if err := b.spendErr(keyWork(p.items[0])); err != nil {
+				return nil, err
 			}
 			if !d.set(p.items[0], p.items[1]) {
 				return nil, fmt.Errorf("unhashable type: '%s'", typeName(p.items[0]))
@@ -60,14 +71,18 @@ func dictFromPairs(v any) (*dictV, error) {
 	return nil, fmt.Errorf("'%s' object is not iterable", typeName(v))
 }
 
-// setKeywords sets kw's keys in d.
-func setKeywords(d, kw *dictV) {
+// setKeywords sets kw's keys in d, within the budget.
+func setKeywords(b *budget, what string, d, kw *dictV) error {
 	if kw == nil {
-		return
+		return nil
+	}
+	if err := b.copyDict(what, kw); err != nil {
+		return err
 	}
 	for i, k := range kw.keys {
 		d.set(k, kw.vals[i])
 	}
+	return nil
 }
 
 // globalDict is dict(mapping, **kwargs).
@@ -81,9 +96,14 @@ func globalDict(r *renderer, args []any, kw *dictV) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("dict() argument must be a mapping")
 		}
+		if err := r.b.copyDict("dict", src); err != nil {
+			return nil, err
+		}
 		d = src.copy()
 	}
-	setKeywords(d, kw)
+	if err := setKeywords(r.b, "dict", d, kw); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -108,7 +128,10 @@ func globalJoiner(r *renderer, args []any, kw *dictV) (any, error) {
 func globalRaiseException(r *renderer, args []any, kw *dictV) (any, error) {
 	msg := ""
 	if len(args) > 0 {
-		msg = pyStr(args[0])
+		var err error
+		if msg, err = r.b.str("raise_exception", args[0]); err != nil {
+			return nil, err
+		}
 	}
 	return nil, &Error{Kind: KindRaised, Message: msg}
 }
@@ -124,7 +147,7 @@ func globalStrftimeNow(r *renderer, args []any, kw *dictV) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("strftime() argument 1 must be str, not %s", typeName(a[0]))
 	}
-	return strftime(r.now(), f), nil
+	return strftime(r.b, r.now(), f)
 }
 
 // globalRange is range(stop) or range(start, stop, step=1), as a list of
@@ -146,6 +169,9 @@ func globalRange(r *renderer, args []any, kw *dictV) (any, error) {
 	if count > maxRange || count < 0 {
 		// The sandbox's OverflowError, its capital and full stop included.
 		return nil, newError(KindRuntime, 0, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).", maxRange)
+	}
+	if err := r.b.takeItems("range", "list", count, intItemBytes); err != nil {
+		return nil, err
 	}
 	l := &listV{items: make([]any, 0, count)}
 	for i := range count {

@@ -25,22 +25,24 @@ type jsonOptions struct {
 }
 
 // toJSON is transformers' tojson: Python's json.dumps(x,
-// ensure_ascii=False, indent=None, separators=None, sort_keys=False).
-func toJSON(v any, o jsonOptions) (string, error) {
+// ensure_ascii=False, indent=None, separators=None, sort_keys=False),
+// within the budget bud (nil: none).
+func toJSON(bud *budget, v any, o jsonOptions) (string, error) {
 	if !o.hasSeps {
 		o.itemSep, o.keySep = ", ", ": "
 		if o.hasIndent {
 			o.itemSep = ","
 		}
 	}
-	var b strings.Builder
-	if err := writeJSON(&b, v, o, 0); err != nil {
+	b := newSbuf(bud, "tojson")
+	if err := writeJSON(b, v, o, 0); err != nil {
 		return "", err
 	}
-	return b.String(), nil
+	return b.result()
 }
 
-func writeJSON(b *strings.Builder, v any, o jsonOptions, depth int) error {
+// writeJSON writes v as JSON; it stops when b does.
+func writeJSON(b *sbuf, v any, o jsonOptions, depth int) error {
 	if depth > 500 {
 		return errors.New("maximum recursion depth exceeded while encoding a JSON object")
 	}
@@ -84,22 +86,28 @@ func jsonFloat(f float64) string {
 }
 
 // newline starts a line at depth d, when indenting.
-func (o jsonOptions) newline(b *strings.Builder, d int) {
+func (o jsonOptions) newline(b *sbuf, d int) {
 	if o.hasIndent {
-		b.WriteByte('\n')
+		b.writeByte('\n')
 		for range d {
+			if b.done {
+				return
+			}
 			b.WriteString(o.indent)
 		}
 	}
 }
 
-func writeJSONList(b *strings.Builder, l *listV, o jsonOptions, depth int) error {
+func writeJSONList(b *sbuf, l *listV, o jsonOptions, depth int) error {
 	if len(l.items) == 0 {
 		b.WriteString("[]")
 		return nil
 	}
-	b.WriteByte('[')
+	b.writeByte('[')
 	for i, it := range l.items {
+		if b.done {
+			return nil
+		}
 		if i > 0 {
 			b.WriteString(o.itemSep)
 		}
@@ -109,7 +117,7 @@ func writeJSONList(b *strings.Builder, l *listV, o jsonOptions, depth int) error
 		}
 	}
 	o.newline(b, depth)
-	b.WriteByte(']')
+	b.writeByte(']')
 	return nil
 }
 
@@ -120,9 +128,12 @@ type jsonItem struct {
 	val    any
 }
 
-func writeJSONDict(b *strings.Builder, d *dictV, o jsonOptions, depth int) error {
+func writeJSONDict(b *sbuf, d *dictV, o jsonOptions, depth int) error {
 	if d.len() == 0 {
 		b.WriteString("{}")
+		return nil
+	}
+	if !b.b.spend(int64(d.len())) {
 		return nil
 	}
 	items := make([]jsonItem, 0, d.len())
@@ -134,12 +145,15 @@ func writeJSONDict(b *strings.Builder, d *dictV, o jsonOptions, depth int) error
 		items = append(items, jsonItem{ks, k, d.vals[i]})
 	}
 	if o.sortKeys {
-		if err := sortJSONItems(items); err != nil {
+		if err := sortJSONItems(b.b, items); err != nil {
 			return err
 		}
 	}
-	b.WriteByte('{')
+	b.writeByte('{')
 	for i, it := range items {
+		if b.done {
+			return nil
+		}
 		if i > 0 {
 			b.WriteString(o.itemSep)
 		}
@@ -151,7 +165,7 @@ func writeJSONDict(b *strings.Builder, d *dictV, o jsonOptions, depth int) error
 		}
 	}
 	o.newline(b, depth)
-	b.WriteByte('}')
+	b.writeByte('}')
 	return nil
 }
 
@@ -173,10 +187,11 @@ func jsonKey(k any) (string, error) {
 }
 
 // sortJSONItems sorts items by their keys, as sort_keys=True does.
-func sortJSONItems(items []jsonItem) error {
+func sortJSONItems(b *budget, items []jsonItem) error {
 	var cmpErr error
 	sort.SliceStable(items, func(i, j int) bool {
-		c, ok := pyCompare(items[i].rawKey, items[j].rawKey)
+		b.spend(sortCost)
+		c, ok := pyCompare(b, items[i].rawKey, items[j].rawKey)
 		if !ok {
 			cmpErr = fmt.Errorf("'<' not supported between instances of '%s' and '%s'", typeName(items[i].rawKey), typeName(items[j].rawKey))
 		}
@@ -189,54 +204,86 @@ func sortJSONItems(items []jsonItem) error {
 // \f \n \r \t, other control characters as \u00XX, and with ensureASCII
 // everything outside ASCII's printable range as \uXXXX (surrogate pairs
 // above U+FFFF).
-func writeJSONString(b *strings.Builder, s string, ensureASCII bool) {
+func writeJSONString(b *sbuf, s string, ensureASCII bool) {
+	b.writeByte('"')
+	for i := 0; i < len(s) && !b.done; {
+		if j := i + plainJSONRun(s[i:], ensureASCII); j > i {
+			b.WriteString(s[i:j])
+			i = j
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		writeJSONRune(b, r, ensureASCII)
+	}
+	b.writeByte('"')
+}
+
+// plainJSONRun is the length of the text at the start of s that JSON
+// writes as it is: valid UTF-8 without quotes, backslashes and control
+// characters, and only printable ASCII with ensureASCII.
+func plainJSONRun(s string, ensureASCII bool) int {
+	j := 0
+	for j < len(s) {
+		if c := s[j]; c < utf8.RuneSelf {
+			if c < 0x20 || c == '"' || c == '\\' || ensureASCII && c == 0x7f {
+				break
+			}
+			j++
+			continue
+		}
+		if ensureASCII {
+			break
+		}
+		r, n := utf8.DecodeRuneInString(s[j:])
+		if r == utf8.RuneError && n == 1 {
+			break
+		}
+		j += n
+	}
+	return j
+}
+
+// writeJSONRune writes a character that plainJSONRun leaves out: an
+// escape, or U+FFFD for a byte that is not UTF-8 (no Python string holds
+// one), as encoding/json does.
+func writeJSONRune(b *sbuf, r rune, ensureASCII bool) {
 	const hex = "0123456789abcdef"
 	u := func(r rune) {
 		b.WriteString(`\u`)
-		b.WriteByte(hex[r>>12&0xf])
-		b.WriteByte(hex[r>>8&0xf])
-		b.WriteByte(hex[r>>4&0xf])
-		b.WriteByte(hex[r&0xf])
+		b.writeByte(hex[r>>12&0xf])
+		b.writeByte(hex[r>>8&0xf])
+		b.writeByte(hex[r>>4&0xf])
+		b.writeByte(hex[r&0xf])
 	}
-	b.WriteByte('"')
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			// Invalid UTF-8 (no Python string holds it): U+FFFD, as
-			// encoding/json does.
-			r = utf8.RuneError
-		}
-		i += n
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r < 0x20:
+	switch {
+	case r == '"':
+		b.WriteString(`\"`)
+	case r == '\\':
+		b.WriteString(`\\`)
+	case r == '\n':
+		b.WriteString(`\n`)
+	case r == '\r':
+		b.WriteString(`\r`)
+	case r == '\t':
+		b.WriteString(`\t`)
+	case r == '\b':
+		b.WriteString(`\b`)
+	case r == '\f':
+		b.WriteString(`\f`)
+	case r < 0x20:
+		u(r)
+	case ensureASCII && r >= 0x7f:
+		if r > 0xffff {
+			r1, r2 := utf16.EncodeRune(r)
+			u(r1)
+			u(r2)
+		} else {
 			u(r)
-		case ensureASCII && r >= 0x7f:
-			if r > 0xffff {
-				r1, r2 := utf16.EncodeRune(r)
-				u(r1)
-				u(r2)
-			} else {
-				u(r)
-			}
-		default:
-			b.WriteRune(r)
 		}
+	default:
+		b.WriteRune(r)
 	}
-	b.WriteByte('"')
 }
 
 // decodeJSON parses JSON into template values, keeping the order of

@@ -528,7 +528,7 @@ func undoArgumentsNotStr(_ string, vars *dictV) bool {
 			}
 			if args, ok := f.get("arguments"); ok {
 				if _, isStr := args.(string); !isStr {
-					s, err := toJSON(args, jsonOptions{})
+					s, err := toJSON(nil, args, jsonOptions{})
 					if err == nil {
 						f.set("arguments", s)
 						changed = true
@@ -561,7 +561,7 @@ func undoEqualMessages(_ string, vars *dictV) bool {
 	var seen []*dictV
 	forMessages(vars, func(m *dictV) {
 		for _, o := range seen {
-			if pyEqual(m, o) {
+			if pyEqual(nil, m, o) {
 				c, _ := m.get("content")
 				m.set("content", pyStr(c)+" (again)")
 				changed = true

@@ -35,10 +35,24 @@ func bindMethod[T any](name string, recv T, m methodFunc[T]) *funcV {
 	})
 }
 
-// noArgs is a method without arguments that computes f of its receiver.
-func noArgs[T, R any](f func(T) R) methodFunc[T] {
-	return func(c *methodCall[T]) (any, error) {
+// strConv is a str method without arguments that maps the str to
+// another within the budget.
+func strConv(f func(b *budget, what, s string) (string, error)) methodFunc[string] {
+	return func(c *strCall) (any, error) {
 		if _, err := c.bind(nil, nil); err != nil {
+			return nil, err
+		}
+		return f(c.r.b, c.name, c.recv)
+	}
+}
+
+// strTest is a str method without arguments that tests each character.
+func strTest(f func(string) bool) methodFunc[string] {
+	return func(c *strCall) (any, error) {
+		if _, err := c.bind(nil, nil); err != nil {
+			return nil, err
+		}
+		if err := c.r.b.workFor(c.name, 4*int64(len(c.recv))); err != nil {
 			return nil, err
 		}
 		return f(c.recv), nil
@@ -47,24 +61,24 @@ func noArgs[T, R any](f func(T) R) methodFunc[T] {
 
 // strMethods are the methods of str that templates may call.
 var strMethods = map[string]methodFunc[string]{
-	"capitalize":   noArgs(pyCapitalize),
+	"capitalize":   strConv((*budget).capitalize),
 	"center":       strPad,
 	"count":        strCount,
 	"endswith":     strEndswith,
 	"find":         strFind,
 	"index":        strIndex,
-	"isalnum":      noArgs(allRunes(func(c rune) bool { return unicode.IsLetter(c) || unicode.IsNumber(c) })),
-	"isalpha":      noArgs(allRunes(unicode.IsLetter)),
-	"isascii":      noArgs(isASCII),
-	"isdecimal":    noArgs(allRunes(unicode.IsDigit)),
-	"isdigit":      noArgs(allRunes(unicode.IsDigit)),
-	"islower":      noArgs(func(s string) bool { return caseTest(s, true) }),
-	"isnumeric":    noArgs(allRunes(unicode.IsDigit)),
-	"isspace":      noArgs(allRunes(isPySpace)),
-	"isupper":      noArgs(func(s string) bool { return caseTest(s, false) }),
+	"isalnum":      strTest(allRunes(func(c rune) bool { return unicode.IsLetter(c) || unicode.IsNumber(c) })),
+	"isalpha":      strTest(allRunes(unicode.IsLetter)),
+	"isascii":      strTest(isASCII),
+	"isdecimal":    strTest(allRunes(unicode.IsDigit)),
+	"isdigit":      strTest(allRunes(unicode.IsDigit)),
+	"islower":      strTest(func(s string) bool { return caseTest(s, true) }),
+	"isnumeric":    strTest(allRunes(unicode.IsDigit)),
+	"isspace":      strTest(allRunes(isPySpace)),
+	"isupper":      strTest(func(s string) bool { return caseTest(s, false) }),
 	"join":         strJoin,
 	"ljust":        strPad,
-	"lower":        noArgs(pyLower),
+	"lower":        strConv((*budget).lower),
 	"lstrip":       strLStrip,
 	"partition":    strPartition,
 	"removeprefix": strRemovePrefix,
@@ -80,9 +94,9 @@ var strMethods = map[string]methodFunc[string]{
 	"splitlines":   strSplitlines,
 	"startswith":   strStartswith,
 	"strip":        strStrip,
-	"swapcase":     noArgs(pySwapcase),
-	"title":        noArgs(pyTitle),
-	"upper":        noArgs(pyUpper),
+	"swapcase":     strConv((*budget).swapcase),
+	"title":        strConv((*budget).title),
+	"upper":        strConv((*budget).upper),
 	"zfill":        strZfill,
 }
 
@@ -96,7 +110,7 @@ func stripMethod(c *strCall, left, right bool) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pyStrip(c.recv, a[0], left, right)
+	return c.r.b.strip(c.recv, a[0], left, right)
 }
 
 func strStartswith(c *strCall) (any, error) { return affixMethod(c, strings.HasPrefix) }
@@ -107,6 +121,9 @@ func strEndswith(c *strCall) (any, error)   { return affixMethod(c, strings.HasS
 func affixMethod(c *strCall, has func(s, affix string) bool) (any, error) {
 	a, err := c.bind([]string{"prefix", "start", "end"}, []any{missing, nil, nil})
 	if err != nil {
+		return nil, err
+	}
+	if err := c.r.b.workFor(c.name, int64(len(c.recv))); err != nil {
 		return nil, err
 	}
 	lo, hi, err := runeRange(c.recv, a[1], a[2])
@@ -123,6 +140,11 @@ func affixMethod(c *strCall, has func(s, affix string) bool) (any, error) {
 	}
 	if l, ok := a[0].(*listV); ok && l.tuple {
 		for _, p := range l.items {
+			if ps, ok := p.(string); ok {
+				if err := c.r.b.spendErr(1 + int64(min(len(ps), len(sub)))); err != nil {
+					return nil, err
+				}
+			}
 			if ok, err := test(p); err != nil || ok {
 				return ok, err
 			}
@@ -149,6 +171,9 @@ func findMethod(c *strCall, index func(s, sub string) int, raise bool) (any, err
 	if !ok {
 		return nil, fmt.Errorf("must be str, not %s", typeName(a[0]))
 	}
+	if err := c.r.b.workFor(c.name, 2*int64(len(c.recv))); err != nil {
+		return nil, err
+	}
 	lo, hi, err := runeRange(c.recv, a[1], a[2])
 	if err != nil {
 		return nil, err
@@ -163,11 +188,11 @@ func findMethod(c *strCall, index func(s, sub string) int, raise bool) (any, err
 	return int64(-1), nil
 }
 
-func strSplit(c *strCall) (any, error)  { return splitMethod(c, pySplit) }
-func strRSplit(c *strCall) (any, error) { return splitMethod(c, pyRSplit) }
+func strSplit(c *strCall) (any, error)  { return splitMethod(c, (*budget).split) }
+func strRSplit(c *strCall) (any, error) { return splitMethod(c, (*budget).rsplit) }
 
 // splitMethod is split or rsplit(sep=None, maxsplit=-1).
-func splitMethod(c *strCall, split func(s string, sep any, maxsplit int64) ([]string, error)) (any, error) {
+func splitMethod(c *strCall, split func(b *budget, what, s string, sep any, maxsplit int64) (*listV, error)) (any, error) {
 	a, err := c.bind([]string{"sep", "maxsplit"}, []any{nil, int64(-1)})
 	if err != nil {
 		return nil, err
@@ -176,11 +201,7 @@ func splitMethod(c *strCall, split func(s string, sep any, maxsplit int64) ([]st
 	if !ok || isFloat {
 		return nil, fmt.Errorf("'%s' object cannot be interpreted as an integer", typeName(a[1]))
 	}
-	parts, err := split(c.recv, a[0], ms)
-	if err != nil {
-		return nil, err
-	}
-	return strList(parts), nil
+	return split(c.r.b, c.name, c.recv, a[0], ms)
 }
 
 // strSplitlines is splitlines(keepends=False).
@@ -189,7 +210,7 @@ func strSplitlines(c *strCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return strList(pySplitlines(c.recv, truthy(a[0]))), nil
+	return c.r.b.splitlines(c.name, c.recv, truthy(a[0]))
 }
 
 // strReplace is replace(old, new, count=-1).
@@ -210,7 +231,7 @@ func strReplace(c *strCall) (any, error) {
 			return nil, fmt.Errorf("'%s' object cannot be interpreted as an integer", typeName(a[2]))
 		}
 	}
-	return pyReplace(c.recv, old, nw, n), nil
+	return c.r.b.replace(c.name, c.recv, old, nw, n)
 }
 
 // strCount is count(sub, start=None, end=None).
@@ -222,6 +243,9 @@ func strCount(c *strCall) (any, error) {
 	sub, ok := a[0].(string)
 	if !ok {
 		return nil, fmt.Errorf("must be str, not %s", typeName(a[0]))
+	}
+	if err := c.r.b.workFor(c.name, 2*int64(len(c.recv))); err != nil {
+		return nil, err
 	}
 	lo, hi, err := runeRange(c.recv, a[1], a[2])
 	if err != nil {
@@ -240,8 +264,11 @@ func strJoin(c *strCall) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	items, err := seqItems(a[0])
+	items, err := c.r.b.seqItems(c.name, a[0])
 	if err != nil {
+		return nil, err
+	}
+	if err := c.r.b.takeList(c.name, int64(len(items))); err != nil {
 		return nil, err
 	}
 	parts := make([]string, len(items))
@@ -252,7 +279,7 @@ func strJoin(c *strCall) (any, error) {
 		}
 		parts[i] = p
 	}
-	return strings.Join(parts, c.recv), nil
+	return c.r.b.join(c.name, parts, c.recv)
 }
 
 func strRemovePrefix(c *strCall) (any, error) { return removeMethod(c, strings.TrimPrefix) }
@@ -267,6 +294,9 @@ func removeMethod(c *strCall, trim func(s, x string) string) (any, error) {
 	x, ok := a[0].(string)
 	if !ok {
 		return nil, fmt.Errorf("%s() argument must be str, not %s", c.name, typeName(a[0]))
+	}
+	if err := c.r.b.workFor(c.name, int64(len(x))); err != nil {
+		return nil, err
 	}
 	return trim(c.recv, x), nil
 }
@@ -285,6 +315,9 @@ func partitionMethod(c *strCall, last bool) (any, error) {
 	sep, ok := a[0].(string)
 	if !ok || sep == "" {
 		return nil, fmt.Errorf("%s() needs a non-empty str separator", c.name)
+	}
+	if err := c.r.b.workFor(c.name, int64(len(s))); err != nil {
+		return nil, err
 	}
 	i := strings.Index(s, sep)
 	if last {
@@ -310,7 +343,7 @@ func strPad(c *strCall) (any, error) {
 	if !ok || isFloat || !fok || utf8.RuneCountInString(fill) != 1 {
 		return nil, fmt.Errorf("%s() takes an integer width and a one-character fill", c.name)
 	}
-	return pad(c.recv, int(w), fill, c.name), nil
+	return c.r.b.pad(c.name, c.recv, w, fill, c.name)
 }
 
 // strZfill is zfill(width): zeros on the left, after any sign.
@@ -324,15 +357,26 @@ func strZfill(c *strCall) (any, error) {
 		return nil, fmt.Errorf("zfill() takes an integer")
 	}
 	s := c.recv
-	n := utf8.RuneCountInString(s)
-	if int(w) <= n {
+	if err := c.r.b.workFor(c.name, int64(len(s))); err != nil {
+		return nil, err
+	}
+	n := int64(utf8.RuneCountInString(s))
+	if w <= n {
 		return s, nil
 	}
-	sign := ""
-	if s != "" && (s[0] == '+' || s[0] == '-') {
-		sign, s = s[:1], s[1:]
+	size := addSat(int64(len(s)), w-n)
+	if err := c.r.b.takeStr(c.name, size); err != nil {
+		return nil, err
 	}
-	return sign + strings.Repeat("0", int(w)-n) + s, nil
+	var b strings.Builder
+	b.Grow(int(size))
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		b.WriteByte(s[0])
+		s = s[1:]
+	}
+	writeRepeat(&b, "0", w-n)
+	b.WriteString(s)
+	return b.String(), nil
 }
 
 // allRunes is a str predicate such as isdigit: s is not empty and pred
@@ -363,11 +407,44 @@ func isASCII(s string) bool {
 // dictMethods are the methods of dict that templates may call; the
 // sandbox refuses unsafeDictMethods.
 var dictMethods = map[string]methodFunc[*dictV]{
-	"copy":   noArgs((*dictV).copy),
+	"copy":   dictCopy,
 	"get":    dictGet,
-	"items":  noArgs(itemPairs),
-	"keys":   noArgs(func(d *dictV) *listV { return &listV{items: append([]any(nil), d.keys...)} }),
-	"values": noArgs(func(d *dictV) *listV { return &listV{items: append([]any(nil), d.vals...)} }),
+	"items":  dictItems,
+	"keys":   dictList(func(d *dictV) []any { return d.keys }),
+	"values": dictList(func(d *dictV) []any { return d.vals }),
+}
+
+// dictCopy is copy().
+func dictCopy(c *methodCall[*dictV]) (any, error) {
+	if _, err := c.bind(nil, nil); err != nil {
+		return nil, err
+	}
+	if err := c.r.b.copyDict(c.name, c.recv); err != nil {
+		return nil, err
+	}
+	return c.recv.copy(), nil
+}
+
+// dictItems is items().
+func dictItems(c *methodCall[*dictV]) (any, error) {
+	if _, err := c.bind(nil, nil); err != nil {
+		return nil, err
+	}
+	return c.r.b.itemPairs(c.name, c.recv)
+}
+
+// dictList is keys() or values(): a list of what items gives.
+func dictList(items func(d *dictV) []any) methodFunc[*dictV] {
+	return func(c *methodCall[*dictV]) (any, error) {
+		if _, err := c.bind(nil, nil); err != nil {
+			return nil, err
+		}
+		l := items(c.recv)
+		if err := c.r.b.takeList(c.name, int64(len(l))); err != nil {
+			return nil, err
+		}
+		return &listV{items: append([]any(nil), l...)}, nil
+	}
 }
 
 var unsafeDictMethods = map[string]bool{"clear": true, "pop": true, "popitem": true, "setdefault": true, "update": true}
@@ -378,6 +455,9 @@ func dictGet(c *methodCall[*dictV]) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := c.r.b.workFor(c.name, keyWork(a[0])); err != nil {
+		return nil, err
+	}
 	if v, ok := c.recv.get(a[0]); ok {
 		return v, nil
 	}
@@ -385,6 +465,15 @@ func dictGet(c *methodCall[*dictV]) (any, error) {
 		return nil, fmt.Errorf("unhashable type: '%s'", typeName(a[0]))
 	}
 	return a[1], nil
+}
+
+// itemPairs is a dict's items as a list of (key, value) tuples, within
+// the budget.
+func (b *budget) itemPairs(what string, d *dictV) (*listV, error) {
+	if err := b.takeItems(what, "list", int64(d.len()), pairBytes); err != nil {
+		return nil, err
+	}
+	return itemPairs(d), nil
 }
 
 // itemPairs is a dict's items as a list of (key, value) tuples.
@@ -413,6 +502,9 @@ var unsafeListMethods = map[string]bool{"append": true, "extend": true, "insert"
 
 // listCopy is copy(), which takes any arguments.
 func listCopy(c *methodCall[*listV]) (any, error) {
+	if err := c.r.b.takeList(c.name, int64(len(c.recv.items))); err != nil {
+		return nil, err
+	}
 	return &listV{items: append([]any(nil), c.recv.items...)}, nil
 }
 
@@ -424,9 +516,12 @@ func listCount(c *methodCall[*listV]) (any, error) {
 	}
 	n := int64(0)
 	for _, it := range c.recv.items {
-		if pyEqual(it, a[0]) {
+		if pyEqual(c.r.b, it, a[0]) {
 			n++
 		}
+	}
+	if err := c.r.b.failed(); err != nil {
+		return nil, err
 	}
 	return n, nil
 }
@@ -438,11 +533,14 @@ func listIndex(c *methodCall[*listV]) (any, error) {
 		return nil, err
 	}
 	for i, it := range c.recv.items {
-		if pyEqual(it, a[0]) {
+		if pyEqual(c.r.b, it, a[0]) {
 			return int64(i), nil
 		}
+		if err := c.r.b.failed(); err != nil {
+			return nil, err
+		}
 	}
-	return nil, fmt.Errorf("%s is not in list", pyRepr(a[0]))
+	return nil, fmt.Errorf("%s is not in list", shortRepr(a[0]))
 }
 
 // loopAttrs are the attributes of the loop variable. Loops are never
@@ -468,7 +566,7 @@ func loopAttr(l *loopV, name string) any {
 	if f, ok := loopAttrs[name]; ok {
 		return f(l)
 	}
-	return &undefV{msg: fmt.Sprintf("'jinja2.runtime.LoopContext object' has no attribute %s", pyRepr(name))}
+	return &undefV{msg: fmt.Sprintf("'jinja2.runtime.LoopContext object' has no attribute %s", shortRepr(name))}
 }
 
 func loopPrevItem(l *loopV) any {
@@ -500,7 +598,11 @@ func loopCycle(l *loopV) any {
 func loopChanged(l *loopV) any {
 	return method("changed", func(r *renderer, args []any, kw *dictV) (any, error) {
 		cur := &listV{items: args}
-		if l.hasAny && pyEqual(l.last, cur) {
+		same := l.hasAny && pyEqual(r.b, l.last, cur)
+		if err := r.b.failed(); err != nil {
+			return nil, err
+		}
+		if same {
 			return false, nil
 		}
 		l.last, l.hasAny = cur, true

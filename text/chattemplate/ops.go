@@ -33,10 +33,12 @@ func (r *renderer) unary(op string, x any, line int) (any, error) {
 // compare evaluates one comparison of a chain.
 func (r *renderer) compare(op string, a, b any, line int) (bool, error) {
 	switch op {
-	case "==":
-		return pyEqual(a, b), nil
-	case "!=":
-		return !pyEqual(a, b), nil
+	case "==", "!=":
+		eq := pyEqual(r.b, a, b)
+		if err := r.b.failed(); err != nil {
+			return false, wrap(err, line)
+		}
+		return eq == (op == "=="), nil
 	case "in", "notin":
 		in, err := r.contains(b, a, line)
 		if err != nil {
@@ -49,7 +51,10 @@ func (r *renderer) compare(op string, a, b any, line int) (bool, error) {
 			return false, undefErr(u, line)
 		}
 	}
-	c, ok := pyCompare(a, b)
+	c, ok := pyCompare(r.b, a, b)
+	if err := r.b.failed(); err != nil {
+		return false, wrap(err, line)
+	}
 	switch {
 	case !ok:
 		return false, r.rtErr(line, "'%s' not supported between instances of '%s' and '%s'", op, typeName(a), typeName(b))
@@ -76,10 +81,17 @@ func (r *renderer) contains(container, x any, line int) (bool, error) {
 			}
 			return false, r.rtErr(line, "'in <string>' requires string as left operand, not %s", typeName(x))
 		}
+		if err := r.b.workFor("in", int64(len(c))+int64(len(xs))); err != nil {
+			return false, wrap(err, line)
+		}
 		return strings.Contains(c, xs), nil
 	case *listV:
-		return containsEqual(c.items, x), nil
+		in := containsEqual(r.b, c.items, x)
+		return in, wrap(r.b.failed(), line)
 	case *dictV:
+		if err := r.b.workFor("in", keyWork(x)); err != nil {
+			return false, wrap(err, line)
+		}
 		_, ok := c.get(x)
 		if _, hashable := hashKey(x); !ok && !hashable {
 			return false, r.rtErr(line, "unhashable type: '%s'", typeName(x))
@@ -97,11 +109,8 @@ func (r *renderer) contains(container, x any, line int) (bool, error) {
 // binary evaluates an arithmetic or concatenation operator.
 func (r *renderer) binary(op string, a, b any, line int) (any, error) {
 	if op == "~" {
-		as, bs := pyStr(a), pyStr(b)
-		if len(as)+len(bs) > maxOutput {
-			return nil, r.rtErr(line, "string longer than %d bytes", maxOutput)
-		}
-		return as + bs, nil
+		v, err := r.tilde(a, b)
+		return v, wrap(err, line)
 	}
 	for _, v := range []any{a, b} {
 		if u, ok := v.(*undefV); ok {
@@ -118,12 +127,12 @@ func (r *renderer) binary(op string, a, b any, line int) (any, error) {
 	var err error
 	switch op {
 	case "+":
-		v, err = concat(a, b)
+		v, err = concat(r.b, a, b)
 	case "*":
-		v, err = repeat(a, b)
+		v, err = repeat(r.b, a, b)
 	case "%":
 		if f, ok := a.(string); ok {
-			v, err = pyPercentFormat(f, b)
+			v, err = pyPercentFormat(r.b, "%", f, b)
 		}
 	}
 	if v == nil && err == nil {
@@ -145,15 +154,32 @@ func unsupported(op string, a, b any) error {
 	return fmt.Errorf("unsupported operand type(s) for %s: '%s' and '%s'", op, typeName(a), typeName(b))
 }
 
-// concat is a + b for two strs, two lists or two tuples; nil for others.
-func concat(a, b any) (any, error) {
+// tilde is a ~ b: the strs of a and b joined, within the budget.
+func (r *renderer) tilde(a, b any) (any, error) {
+	as, err := r.b.str("~", a)
+	if err != nil {
+		return nil, err
+	}
+	bs, err := r.b.str("~", b)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.b.takeStr("~", int64(len(as))+int64(len(bs))); err != nil {
+		return nil, err
+	}
+	return as + bs, nil
+}
+
+// concat is a + b for two strs, two lists or two tuples, within the
+// budget; nil for others.
+func concat(bud *budget, a, b any) (any, error) {
 	if as, ok := a.(string); ok {
 		bs, ok := b.(string)
 		if !ok {
 			return nil, nil
 		}
-		if len(as)+len(bs) > maxOutput {
-			return nil, fmt.Errorf("string longer than %d bytes", maxOutput)
+		if err := bud.takeStr("+", int64(len(as))+int64(len(bs))); err != nil {
+			return nil, err
 		}
 		return as + bs, nil
 	}
@@ -162,14 +188,17 @@ func concat(a, b any) (any, error) {
 	if !aList || !bList || al.tuple != bl.tuple {
 		return nil, nil
 	}
+	if err := bud.takeList("+", int64(len(al.items))+int64(len(bl.items))); err != nil {
+		return nil, err
+	}
 	out := &listV{items: make([]any, 0, len(al.items)+len(bl.items)), tuple: al.tuple}
 	out.items = append(append(out.items, al.items...), bl.items...)
 	return out, nil
 }
 
-// repeat is seq * n or n * seq for a str, list or tuple and an int; nil
-// for others.
-func repeat(a, b any) (any, error) {
+// repeat is seq * n or n * seq for a str, list or tuple and an int,
+// within the budget; nil for others.
+func repeat(bud *budget, a, b any) (any, error) {
 	seq, n := a, b
 	if _, _, _, ok := number(a); ok {
 		seq, n = b, a
@@ -181,15 +210,18 @@ func repeat(a, b any) (any, error) {
 	cnt = max(cnt, 0)
 	switch sq := seq.(type) {
 	case string:
-		if int64(len(sq))*cnt > maxOutput {
-			return nil, fmt.Errorf("repeated string too long")
+		if err := bud.takeStr("*", mulSat(int64(len(sq)), cnt)); err != nil {
+			return nil, err
 		}
 		return strings.Repeat(sq, int(cnt)), nil
 	case *listV:
-		if int64(len(sq.items))*cnt > maxOutput {
-			return nil, fmt.Errorf("repeated list too long")
+		if err := bud.takeList("*", mulSat(int64(len(sq.items)), cnt)); err != nil {
+			return nil, err
 		}
-		out := &listV{tuple: sq.tuple}
+		out := &listV{items: make([]any, 0, len(sq.items)*int(cnt)), tuple: sq.tuple}
+		if len(sq.items) == 0 {
+			return out, nil
+		}
 		for range cnt {
 			out.items = append(out.items, sq.items...)
 		}

@@ -119,7 +119,7 @@ func (p *parser) subparse(ends []string) ([]node, string, error) {
 			return body, "", nil
 		case tText:
 			p.next()
-			body = append(body, textNode{t.val})
+			body = append(body, textNode{t.val, t.line})
 		case tVarBegin:
 			p.next()
 			e, err := p.parseTuple(false, true, nil, false)
@@ -364,7 +364,7 @@ func (p *parser) parseMacro() (node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &macroNode{pos: pos{t.line}, name: name.val, params: params, body: body}, p.expectBlockEnd()
+	return &macroNode{pos: pos{t.line}, name: name.val, params: params, body: body, reads: readsOf(body)}, p.expectBlockEnd()
 }
 
 func (p *parser) parseSignature() ([]param, error) {
@@ -421,7 +421,7 @@ func (p *parser) parseCallBlock() (node, error) {
 	if err != nil {
 		return nil, err
 	}
-	caller := &macroNode{pos: pos{t.line}, name: "caller", params: params, body: body, isCaller: true}
+	caller := &macroNode{pos: pos{t.line}, name: "caller", params: params, body: body, isCaller: true, reads: readsOf(body)}
 	return &callBlockNode{pos{t.line}, call, caller}, p.expectBlockEnd()
 }
 

@@ -201,7 +201,7 @@ func contextDict(t testing.TB, tmpl *Template, ctx Context) *dictV {
 // (floats keep their ".0", which JavaScript reads as it reads any JSON).
 func valueJSON(t testing.TB, vars *dictV) json.RawMessage {
 	t.Helper()
-	s, err := toJSON(vars, jsonOptions{})
+	s, err := toJSON(nil, vars, jsonOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

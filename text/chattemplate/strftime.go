@@ -2,7 +2,6 @@ package chattemplate
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -49,24 +48,28 @@ var strftimeDirectives = map[byte]func(t time.Time) string{
 	'z': utcOffset,
 }
 
-// strftime formats t as Python's datetime.strftime does in the C locale;
-// unknown directives are kept as they are.
-func strftime(t time.Time, f string) string {
-	var b strings.Builder
-	for i := 0; i < len(f); i++ {
+// strftime formats t as Python's datetime.strftime does in the C locale,
+// within the budget bud (nil: none); unknown directives are kept as they
+// are.
+func strftime(bud *budget, t time.Time, f string) (string, error) {
+	if err := bud.workFor("strftime_now", int64(len(f))); err != nil {
+		return "", err
+	}
+	b := newSbuf(bud, "strftime_now")
+	for i := 0; i < len(f) && !b.done; i++ {
 		if f[i] != '%' || i+1 >= len(f) {
-			b.WriteByte(f[i])
+			b.writeByte(f[i])
 			continue
 		}
 		i++
 		if d, ok := strftimeDirectives[f[i]]; ok {
 			b.WriteString(d(t))
 		} else {
-			b.WriteByte('%')
-			b.WriteByte(f[i])
+			b.writeByte('%')
+			b.writeByte(f[i])
 		}
 	}
-	return b.String()
+	return b.result()
 }
 
 func ampm(t time.Time) string {

@@ -1,12 +1,12 @@
 package chattemplate
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -19,6 +19,9 @@ type Template struct {
 	Tokens SpecialTokens
 	// Now is the clock of strftime_now; nil means time.Now.
 	Now func() time.Time
+	// Limits bound each rendering (zero fields: the defaults, 64 MiB of
+	// values, 64 MiB of output, 10^9 units of work, 200 nested calls).
+	Limits Limits
 }
 
 // Parse parses a Jinja chat template. Errors are *Error values naming the
@@ -51,7 +54,14 @@ func (t *Template) String() string {
 // order), Object, Message, ToolCall, slices and arrays, maps with string
 // keys (keys sorted), pointers to these, and other types that
 // encoding/json can marshal (converted through JSON).
-func (t *Template) Execute(vars map[string]any) (out string, err error) {
+func (t *Template) Execute(vars map[string]any) (string, error) {
+	return t.ExecuteContext(context.Background(), vars)
+}
+
+// ExecuteContext is Execute, stopping with an error of KindBudget that
+// wraps ctx.Err() when ctx is done (looked at every million or so units
+// of work): a deadline on a rendering, in addition to its Limits.
+func (t *Template) ExecuteContext(ctx context.Context, vars map[string]any) (out string, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			out, err = "", newError(KindRuntime, 0, "internal error: %v", p)
@@ -65,12 +75,18 @@ func (t *Template) Execute(vars map[string]any) (out string, err error) {
 		}
 		converted[k] = cv
 	}
-	return t.execute(converted)
+	return t.execute(ctx, converted)
 }
 
 // execute renders with converted variables.
-func (t *Template) execute(vars map[string]any) (string, error) {
-	r := &renderer{now: t.Now}
+func (t *Template) execute(ctx context.Context, vars map[string]any) (string, error) {
+	out, _, err := t.executeBudget(ctx, vars)
+	return out, err
+}
+
+// executeBudget is execute, with what the rendering used of its budget.
+func (t *Template) executeBudget(ctx context.Context, vars map[string]any) (string, *budget, error) {
+	r := &renderer{now: t.Now, b: newBudget(ctx, t.Limits)}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -78,15 +94,18 @@ func (t *Template) execute(vars map[string]any) (string, error) {
 	for k, v := range vars {
 		root.vars[k] = v
 	}
-	var b strings.Builder
+	var b textBuf
 	err := r.exec(t.body, root, &b)
 	if err == errBreak || err == errContinue {
 		err = nil // Jinja2 rejects these outside loops when compiling; be lenient
 	}
-	if err != nil {
-		return "", err
+	if err == nil {
+		err = r.b.failed() // a limit passed where no error could be returned
 	}
-	return b.String(), nil
+	if err != nil {
+		return "", r.b, err
+	}
+	return b.String(), r.b, nil
 }
 
 // Object is a JSON-like object whose keys keep their order, for tool

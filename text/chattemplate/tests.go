@@ -26,7 +26,7 @@ func init() {
 		"escaped":     is(func(any) bool { return false }),
 		"even":        testEven,
 		"false":       is(func(v any) bool { b, ok := v.(bool); return ok && !b }),
-		"filter":      is(func(v any) bool { s, ok := v.(string); return ok && filters[s] != nil }),
+		"filter":      is(func(v any) bool { s, ok := v.(string); return ok && len(s) < 100 && filters[s] != nil }),
 		"float":       is(func(v any) bool { _, ok := v.(float64); return ok }),
 		"ge":          compareTest(">="),
 		"greaterthan": compareTest(">"),
@@ -36,7 +36,7 @@ func init() {
 		"iterable":    is(isIterable),
 		"le":          compareTest("<="),
 		"lessthan":    compareTest("<"),
-		"lower":       is(func(v any) bool { return caseTest(pyStr(v), true) }),
+		"lower":       strTestOf(func(s string) bool { return caseTest(s, true) }),
 		"lt":          compareTest("<"),
 		"mapping":     is(func(v any) bool { _, ok := v.(*dictV); return ok }),
 		"ne":          compareTest("!="),
@@ -46,16 +46,30 @@ func init() {
 		"sameas":      withArg("sameas", testSameAs),
 		"sequence":    is(isIterable), // every iterable value is also a sequence
 		"string":      is(func(v any) bool { _, ok := v.(string); return ok }),
-		"test":        is(func(v any) bool { s, ok := v.(string); return ok && tests[s] != nil }),
+		"test":        is(func(v any) bool { s, ok := v.(string); return ok && len(s) < 100 && tests[s] != nil }),
 		"true":        is(func(v any) bool { b, ok := v.(bool); return ok && b }),
 		"undefined":   is(isUndefined),
-		"upper":       is(func(v any) bool { return caseTest(pyStr(v), false) }),
+		"upper":       strTestOf(func(s string) bool { return caseTest(s, false) }),
 	}
 }
 
 // is is a test without arguments.
 func is(f func(v any) bool) testFunc {
 	return func(r *renderer, v any, args []any) (bool, error) { return f(v), nil }
+}
+
+// strTestOf is a test without arguments of v's str.
+func strTestOf(f func(s string) bool) testFunc {
+	return func(r *renderer, v any, args []any) (bool, error) {
+		s, err := r.b.str("test", v)
+		if err != nil {
+			return false, err
+		}
+		if err := r.b.workFor("test", 4*int64(len(s))); err != nil {
+			return false, err
+		}
+		return f(s), nil
+	}
 }
 
 // withArg is a test of one argument.
@@ -106,7 +120,7 @@ func testDivisibleBy(r *renderer, v, a any) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return pyEqual(m, int64(0)), nil
+	return pyEqual(nil, m, int64(0)), nil
 }
 
 func testEven(r *renderer, v any, args []any) (bool, error) {

@@ -197,42 +197,66 @@ func number(v any) (i int64, f float64, isFloat, ok bool) {
 	return 0, 0, false, false
 }
 
-// pyEqual is Python's ==.
-func pyEqual(a, b any) bool {
-	ai, af, aFloat, aNum := number(a)
-	bi, bf, bFloat, bNum := number(b)
+// pyEqual is Python's == (counting its work in b, which may be nil).
+// Past the budget, or past maxCompareDepth nested lists, it stops with
+// false and the error in b.
+func pyEqual(b *budget, x, y any) bool { return equalAt(b, x, y, 0) }
+
+func equalAt(b *budget, x, y any, depth int) bool {
+	if !b.spend(compareCost) {
+		return false
+	}
+	ai, af, aFloat, aNum := number(x)
+	bi, bf, bFloat, bNum := number(y)
 	if aNum && bNum {
 		if aFloat || bFloat {
 			return af == bf
 		}
 		return ai == bi
 	}
-	switch a := a.(type) {
+	switch a := x.(type) {
 	case nil:
-		return b == nil
+		return y == nil
 	case string:
-		bs, ok := b.(string)
-		return ok && a == bs
+		bs, ok := y.(string)
+		if !ok || len(a) != len(bs) {
+			return false
+		}
+		return b.spend(int64(len(a))) && a == bs
 	case *listV:
-		bl, ok := b.(*listV)
-		return ok && listEqual(a, bl)
+		// The same list is equal to itself, as Python finds its items
+		// identical without comparing them.
+		bl, ok := y.(*listV)
+		return ok && (a == bl || tooDeep(b, depth) && listEqual(b, a, bl, depth))
 	case *dictV:
-		bd, ok := b.(*dictV)
-		return ok && dictEqual(a, bd)
+		bd, ok := y.(*dictV)
+		return ok && (a == bd || tooDeep(b, depth) && dictEqual(b, a, bd, depth))
 	case *undefV:
-		_, ok := b.(*undefV)
+		_, ok := y.(*undefV)
 		return ok
 	}
-	return a == b
+	return x == y
+}
+
+// tooDeep fails b, with Python's RecursionError, at a nesting of lists
+// deeper than maxCompareDepth; it reports whether depth is allowed.
+func tooDeep(b *budget, depth int) bool {
+	if depth < maxCompareDepth {
+		return true
+	}
+	if b != nil {
+		b.fail(newError(KindRuntime, 0, "maximum recursion depth exceeded in comparison"))
+	}
+	return false
 }
 
 // listEqual is == on lists or tuples.
-func listEqual(a, b *listV) bool {
-	if a.tuple != b.tuple || len(a.items) != len(b.items) {
+func listEqual(b *budget, x, y *listV, depth int) bool {
+	if x.tuple != y.tuple || len(x.items) != len(y.items) {
 		return false
 	}
-	for i := range a.items {
-		if !pyEqual(a.items[i], b.items[i]) {
+	for i := range x.items {
+		if !equalAt(b, x.items[i], y.items[i], depth+1) {
 			return false
 		}
 	}
@@ -240,43 +264,55 @@ func listEqual(a, b *listV) bool {
 }
 
 // dictEqual is == on dicts: the same keys with equal values.
-func dictEqual(a, b *dictV) bool {
-	if a.len() != b.len() {
+func dictEqual(b *budget, x, y *dictV, depth int) bool {
+	if x.len() != y.len() {
 		return false
 	}
-	for i, k := range a.keys {
-		v, ok := b.get(k)
-		if !ok || !pyEqual(a.vals[i], v) {
+	for i, k := range x.keys {
+		if !b.spend(keyWork(k)) {
+			return false
+		}
+		v, ok := y.get(k)
+		if !ok || !equalAt(b, x.vals[i], v, depth+1) {
 			return false
 		}
 	}
 	return true
 }
 
-// pyCompare orders a and b as Python's < does; ok is false when Python
-// raises TypeError.
-func pyCompare(a, b any) (c int, ok bool) {
-	ai, af, aFloat, aNum := number(a)
-	bi, bf, bFloat, bNum := number(b)
+// pyCompare orders x and y as Python's < does; ok is false when Python
+// raises TypeError. It counts its work in b, as pyEqual does.
+func pyCompare(b *budget, x, y any) (c int, ok bool) { return compareAt(b, x, y, 0) }
+
+func compareAt(b *budget, x, y any, depth int) (c int, ok bool) {
+	if !b.spend(compareCost) {
+		return 0, true
+	}
+	ai, af, aFloat, aNum := number(x)
+	bi, bf, bFloat, bNum := number(y)
 	switch {
 	case aNum && bNum && (aFloat || bFloat):
 		return floatCompare(af, bf), true
 	case aNum && bNum:
 		return cmp.Compare(ai, bi), true
 	}
-	switch a := a.(type) {
+	switch a := x.(type) {
 	case string:
-		bs, ok := b.(string)
+		bs, ok := y.(string)
 		if !ok {
 			return 0, false
 		}
+		b.spend(int64(min(len(a), len(bs))))
 		return strings.Compare(a, bs), true
 	case *listV:
-		bl, ok := b.(*listV)
+		bl, ok := y.(*listV)
 		if !ok || a.tuple != bl.tuple {
 			return 0, false
 		}
-		return listCompare(a.items, bl.items)
+		if !tooDeep(b, depth) {
+			return 0, true
+		}
+		return listCompare(b, a.items, bl.items, depth)
 	}
 	return 0, false
 }
@@ -297,142 +333,206 @@ func floatCompare(a, b float64) int {
 
 // listCompare orders lists as Python does: by their first unequal items,
 // else by length.
-func listCompare(a, b []any) (int, bool) {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if !pyEqual(a[i], b[i]) {
-			return pyCompare(a[i], b[i])
+func listCompare(b *budget, x, y []any, depth int) (int, bool) {
+	for i := 0; i < len(x) && i < len(y); i++ {
+		if b.failed() != nil {
+			return 0, true
+		}
+		if !equalAt(b, x[i], y[i], depth+1) {
+			return compareAt(b, x[i], y[i], depth+1)
 		}
 	}
-	return cmp.Compare(len(a), len(b)), true
+	return cmp.Compare(len(x), len(y)), true
 }
 
-// pyStr is Python's str(v) as Jinja2 prints it.
+// pyStr is Python's str(v) as Jinja2 prints it, without limits: for
+// values that are not lists or dicts (use budget.str for any value).
 func pyStr(v any) string {
-	switch v := v.(type) {
-	case nil:
-		return "None"
-	case bool:
-		if v {
-			return "True"
-		}
-		return "False"
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case float64:
-		return pyFloat(v)
-	case string:
-		return v
-	case *undefV:
-		return ""
+	if s, ok := scalarStr(v); ok {
+		return s
 	}
 	return pyRepr(v)
 }
 
-// pyRepr is Python's repr(v).
-func pyRepr(v any) string {
-	var b strings.Builder
-	writeRepr(&b, v, 0)
-	return b.String()
+// scalarStr is Python's str(v) for the values whose str is v itself or
+// short; ok is false for lists, dicts and the like.
+func scalarStr(v any) (string, bool) {
+	switch v := v.(type) {
+	case nil:
+		return "None", true
+	case bool:
+		if v {
+			return "True", true
+		}
+		return "False", true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case float64:
+		return pyFloat(v), true
+	case string:
+		return v, true
+	case *undefV:
+		return "", true
+	}
+	return "", false
 }
 
-func writeRepr(b *strings.Builder, v any, depth int) {
+// str is Python's str(v) within the budget, for the operation what.
+func (b *budget) str(what string, v any) (string, error) {
+	if s, ok := scalarStr(v); ok {
+		return s, nil
+	}
+	return b.repr(what, v)
+}
+
+// repr is Python's repr(v) within the budget.
+func (b *budget) repr(what string, v any) (string, error) {
+	w := newSbuf(b, what)
+	writeRepr(w, v, 0)
+	return w.result()
+}
+
+// pyRepr is Python's repr(v), without limits (for tests and small
+// values).
+func pyRepr(v any) string {
+	w := &sbuf{}
+	writeRepr(w, v, 0)
+	return w.String()
+}
+
+// shortRepr is Python's repr(v), cut short (with "...") past
+// maxMessageRepr bytes, for error messages.
+func shortRepr(v any) string {
+	w := &sbuf{cap: maxMessageRepr}
+	writeRepr(w, v, 0)
+	return w.String()
+}
+
+// writeRepr writes repr(v); it stops when w does.
+func writeRepr(w *sbuf, v any, depth int) {
 	if depth > 200 {
-		b.WriteString("...")
+		w.WriteString("...")
 		return
 	}
 	switch v := v.(type) {
 	case string:
-		b.WriteString(pyStrRepr(v))
+		writeStrRepr(w, v)
 	case *listV:
 		open, close := "[", "]"
 		if v.tuple {
 			open, close = "(", ")"
 		}
-		b.WriteString(open)
+		w.WriteString(open)
 		for i, it := range v.items {
-			if i > 0 {
-				b.WriteString(", ")
+			if w.done {
+				return
 			}
-			writeRepr(b, it, depth+1)
+			if i > 0 {
+				w.WriteString(", ")
+			}
+			writeRepr(w, it, depth+1)
 		}
 		if v.tuple && len(v.items) == 1 {
-			b.WriteByte(',')
+			w.writeByte(',')
 		}
-		b.WriteString(close)
+		w.WriteString(close)
 	case *dictV:
-		b.WriteByte('{')
-		for i, k := range v.keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeRepr(b, k, depth+1)
-			b.WriteString(": ")
-			writeRepr(b, v.vals[i], depth+1)
-		}
-		b.WriteByte('}')
+		w.writeByte('{')
+		writeReprItems(w, v, depth)
+		w.writeByte('}')
 	case *nsV:
-		b.WriteString("<Namespace {")
-		for i, k := range v.d.keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeRepr(b, k, depth+1)
-			b.WriteString(": ")
-			writeRepr(b, v.d.vals[i], depth+1)
-		}
-		b.WriteString("}>")
+		w.WriteString("<Namespace {")
+		writeReprItems(w, v.d, depth)
+		w.WriteString("}>")
 	case *undefV:
-		b.WriteString("Undefined")
+		w.WriteString("Undefined")
 	case *funcV:
-		b.WriteString("<built-in function " + v.name + ">")
+		w.WriteString("<built-in function " + v.name + ">")
 	case *macroV:
-		b.WriteString("<Macro '" + v.n.name + "'>")
+		w.WriteString("<Macro '" + v.n.name + "'>")
 	case *loopV:
-		b.WriteString("<LoopContext " + strconv.Itoa(v.i+1) + "/" + strconv.Itoa(len(v.items)) + ">")
+		w.WriteString("<LoopContext " + strconv.Itoa(v.i+1) + "/" + strconv.Itoa(len(v.items)) + ">")
 	default:
-		b.WriteString(pyStr(v))
+		w.WriteString(pyStr(v))
 	}
 }
 
-// pyStrRepr is Python's repr of a str.
-func pyStrRepr(s string) string {
+// writeReprItems writes the "key: value" items of a dict's repr.
+func writeReprItems(w *sbuf, d *dictV, depth int) {
+	for i, k := range d.keys {
+		if w.done {
+			return
+		}
+		if i > 0 {
+			w.WriteString(", ")
+		}
+		writeRepr(w, k, depth+1)
+		w.WriteString(": ")
+		writeRepr(w, d.vals[i], depth+1)
+	}
+}
+
+// writeStrRepr writes Python's repr of a str.
+func writeStrRepr(w *sbuf, s string) {
 	q := byte('\'')
 	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
 		q = '"'
 	}
-	var b strings.Builder
-	b.WriteByte(q)
-	for i := 0; i < len(s); {
+	w.writeByte(q)
+	for i := 0; i < len(s) && !w.done; {
+		// Copy the run of characters that need no escape at once.
+		if j := i + plainReprRun(s[i:], q); j > i {
+			w.WriteString(s[i:j])
+			i = j
+			continue
+		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && n == 1 {
 			// Not UTF-8: Python strings cannot hold it; show the byte as
 			// surrogateescape would.
-			b.WriteString(`\udc` + strconv.FormatInt(int64(s[i]), 16))
+			w.WriteString(`\udc` + strconv.FormatInt(int64(s[i]), 16))
 			i++
 			continue
 		}
 		i += n
 		switch {
 		case r == rune(q) || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
+			w.writeByte('\\')
+			w.WriteRune(r)
 		case r == '\t':
-			b.WriteString(`\t`)
+			w.WriteString(`\t`)
 		case r == '\n':
-			b.WriteString(`\n`)
+			w.WriteString(`\n`)
 		case r == '\r':
-			b.WriteString(`\r`)
-		case r == ' ' || r < utf8.RuneSelf && r > ' ' && r < 0x7f:
-			b.WriteRune(r)
-		case r >= utf8.RuneSelf && unicode.IsPrint(r):
-			b.WriteRune(r)
+			w.WriteString(`\r`)
 		default:
-			b.WriteByte('\\')
-			b.WriteString(backslashReplace(r))
+			w.writeByte('\\')
+			w.WriteString(backslashReplace(r))
 		}
 	}
-	b.WriteByte(q)
-	return b.String()
+	w.writeByte(q)
+}
+
+// plainReprRun is the length of the text at the start of s that the
+// repr of a str in quotes q writes as it is: printable characters other
+// than q and backslashes.
+func plainReprRun(s string, q byte) int {
+	j := 0
+	for j < len(s) {
+		if c := s[j]; c < utf8.RuneSelf {
+			if c < ' ' || c >= 0x7f || c == q || c == '\\' {
+				break
+			}
+			j++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[j:])
+		if r == utf8.RuneError && n == 1 || !unicode.IsPrint(r) {
+			break
+		}
+		j += n
+	}
+	return j
 }
 
 // backslashReplace is Python's escape of r after the backslash: xNN,
