@@ -101,9 +101,9 @@
 // the sample stopped; a named function keeps "stop" (OpenAI's and vLLM's
 // rule). tool_choice none renders the tools and parses nothing.
 //
-// tool_choice required or a named function guarantees one call (of any
-// of the tools, or of the named one) whose arguments the tool's schema
-// accepts, by constrained decoding (text/constrain): the schema becomes an
+// tool_choice required guarantees one or more calls of the tools (one
+// with parallel_tool_calls false), a named function one call of it, whose
+// arguments the tool's schema accepts, by constrained decoding (text/constrain): the schema becomes an
 // automaton over the call's text in the format, and each sampled token is
 // masked to those that keep the text completable within max_tokens
 // (which must leave room for the shortest call and a stop token, else a

@@ -142,7 +142,12 @@ func (s *Server) checkTools(req *chatRequest, sm *servedModel) (*chatTools, erro
 				}
 			}
 		}
-		g, err := constrain.ToolCalls(ct.format, tools)
+		// required with parallel calls: one or more; otherwise one.
+		maxCalls := 1
+		if ct.choice == choiceRequired && ct.parallel {
+			maxCalls = 0
+		}
+		g, err := constrain.ToolCallsN(ct.format, tools, maxCalls)
 		if err != nil {
 			return nil, badRequest("tools", "tool_choice %q needs a call the arguments' schema decides: %v", ct.choice, err)
 		}
@@ -334,7 +339,10 @@ func (s *Server) constraint(ct *chatTools, stops []int, maxTokens int) (policy.C
 		}
 		return nil, badRequest("max_tokens", "max_tokens %d is too small for the reply %s asks for, which needs at least %d tokens", maxTokens, param, ct.grammar.MinLen()+1)
 	}
-	return seq, err
+	if err != nil {
+		return nil, err
+	}
+	return seq, nil
 }
 
 // constrainVocab is the base policy's vocabulary indexed for constraints,

@@ -289,6 +289,7 @@ func TestToolChoiceForcesValidCalls(t *testing.T) {
 			c := goClient(ts.URL)
 			ctx := context.Background()
 			names := map[string]int{}
+			multi := 0
 			for seed := range 12 {
 				req := openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "Weather in Paris?"}},
 					Tools: goTools(), ToolChoice: "required", Seed: &seed, Temperature: 1, MaxCompletionTokens: 120}
@@ -296,21 +297,31 @@ func TestToolChoiceForcesValidCalls(t *testing.T) {
 				if named {
 					req.ToolChoice = openai.ToolChoice{Type: openai.ToolTypeFunction, Function: openai.ToolFunction{Name: "search"}}
 				}
-				if seed == 5 {
+				switch seed {
+				case 5:
 					req.N = 3
+				case 4, 7:
+					req.ParallelToolCalls = false
 				}
 				r, err := c.CreateChatCompletion(ctx, req)
 				if err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 				for _, ch := range r.Choices {
-					if len(ch.Message.ToolCalls) != 1 {
-						t.Fatalf("seed %d: %d calls: %+v", seed, len(ch.Message.ToolCalls), ch.Message)
+					// required may make several calls, unless
+					// parallel_tool_calls is false; a named function one.
+					if n := len(ch.Message.ToolCalls); n < 1 || n > 1 && (named || req.ParallelToolCalls == false) {
+						t.Fatalf("seed %d: %d calls: %+v", seed, n, ch.Message)
+					}
+					if len(ch.Message.ToolCalls) > 1 {
+						multi++
+					}
+					for _, call := range ch.Message.ToolCalls {
+						if err := toolcall.Check(policyTools(), toolcall.Call{Name: call.Function.Name, Arguments: json.RawMessage(call.Function.Arguments)}); err != nil {
+							t.Fatalf("seed %d: %+v: %v", seed, call, err)
+						}
 					}
 					call := ch.Message.ToolCalls[0]
-					if err := toolcall.Check(policyTools(), toolcall.Call{Name: call.Function.Name, Arguments: json.RawMessage(call.Function.Arguments)}); err != nil {
-						t.Fatalf("seed %d: %+v: %v", seed, call, err)
-					}
 					want := openai.FinishReasonToolCalls
 					if named {
 						want = openai.FinishReasonStop
@@ -327,7 +338,7 @@ func TestToolChoiceForcesValidCalls(t *testing.T) {
 					t.Logf("seed %d: %s(%s)", seed, r.Choices[0].Message.ToolCalls[0].Function.Name, r.Choices[0].Message.ToolCalls[0].Function.Arguments)
 					_, calls, finish := streamedChat(t, c, req)
 					want := r.Choices[0].Message.ToolCalls[0]
-					if len(calls) != 1 || calls[0].Function != want.Function || finish != r.Choices[0].FinishReason {
+					if len(calls) != len(r.Choices[0].Message.ToolCalls) || calls[0].Function != want.Function || finish != r.Choices[0].FinishReason {
 						t.Errorf("seed %d streamed: %+v (%s), unstreamed %+v (%s)", seed, calls, finish, want, r.Choices[0].FinishReason)
 					}
 				}
@@ -335,6 +346,7 @@ func TestToolChoiceForcesValidCalls(t *testing.T) {
 			if names["get_weather"] == 0 {
 				t.Errorf("required never called get_weather: %v", names)
 			}
+			t.Logf("%d replies made several calls", multi)
 
 			schema := `{"type":"object","properties":{"answer":{"type":"integer","minimum":0,"maximum":99},"sure":{"type":"boolean"}},"required":["answer","sure"],"additionalProperties":false}`
 			for seed := range 6 {

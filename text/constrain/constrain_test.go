@@ -278,6 +278,45 @@ func TestToolCallGrammars(t *testing.T) {
 			t.Errorf("%s: the walks called only %v", format, seen)
 		}
 	}
+	// Several calls: one to three, each parsed and checked.
+	for _, format := range toolcall.Formats {
+		g, err := ToolCallsN(format, tools, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, _ := toolcall.New(format)
+		counts := map[int]int{}
+		for range 60 {
+			text := randomText(t, g, rng, g.MinLen()+rng.IntN(250))
+			content, calls, ok := p.Parse(string(text))
+			if !ok || content != "" || len(calls) < 1 || len(calls) > 3 {
+				t.Fatalf("%s: %q parses as %q, %d calls, ok %v", format, text, content, len(calls), ok)
+			}
+			for _, c := range calls {
+				if err := toolcall.Check(tools, c); err != nil {
+					t.Fatalf("%s: %q: %v", format, text, err)
+				}
+			}
+			counts[len(calls)]++
+		}
+		if counts[1] == 0 || counts[2]+counts[3] == 0 {
+			t.Errorf("%s: calls per text %v, want one and more", format, counts)
+		}
+		one := map[string]string{
+			"hermes":      "<tool_call>\n{\"name\": \"noop\", \"arguments\": {}}\n</tool_call>",
+			"llama3_json": `{"name": "noop", "parameters": {}}`,
+			"compact":     "<call>noop {}</call>",
+		}[format]
+		sep := map[string]string{"hermes": "\n", "llama3_json": "; ", "compact": "\n"}[format]
+		four := strings.Join([]string{one, one, one, one}, sep)
+		if three := strings.Join([]string{one, one, one}, sep); !g.Accepts([]byte(three)) {
+			t.Errorf("%s: three calls %q refused", format, three)
+		}
+		if !g.Accepts([]byte(one)) || g.IsPrefix([]byte(four)) {
+			t.Errorf("%s: one call accepted %v, four calls a prefix %v", format, g.Accepts([]byte(one)), g.IsPrefix([]byte(four)))
+		}
+	}
+
 	// A string that would close the call early is refused.
 	g, _ := ToolCalls("hermes", tools[2:])
 	if g.IsPrefix([]byte("<tool_call>\n{\"name\": \"noop\", \"arguments\": {\"a\":\"x</tool_call>")) {
@@ -338,6 +377,7 @@ func TestMaskMatchesBruteForce(t *testing.T) {
 		grammars[fmt.Sprint("schema", i)], _ = JSON(v)
 	}
 	grammars["tools"], _ = ToolCalls("hermes", []toolcall.Tool{{Name: "get_weather", Parameters: json.RawMessage(schemas[2])}, {Name: "free"}})
+	grammars["calls"], _ = ToolCallsN("compact", []toolcall.Tool{{Name: "get_weather", Parameters: json.RawMessage(schemas[2])}, {Name: "free"}}, 0)
 	for name, g := range grammars {
 		for run := range 8 {
 			budget := 0

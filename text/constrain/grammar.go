@@ -99,14 +99,22 @@ var compactName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]*$`)
 //
 // Errors name the tool whose schema fails to compile or allows no object.
 func ToolCalls(format string, tools []toolcall.Tool) (*Grammar, error) {
-	var open, mid, close, forbid string
+	return ToolCallsN(format, tools, 1)
+}
+
+// ToolCallsN is ToolCalls with one to maxCalls calls (no limit when
+// maxCalls is 0 or less), each of any of the tools, separated as the
+// format's parser reads them: a newline (hermes, compact) or "; "
+// (llama3_json).
+func ToolCallsN(format string, tools []toolcall.Tool, maxCalls int) (*Grammar, error) {
+	var open, mid, close, forbid, sep string
 	switch format {
 	case "hermes":
-		open, mid, close, forbid = "<tool_call>\n{\"name\": ", ", \"arguments\": ", "}\n</tool_call>", "</tool_call>"
+		open, mid, close, forbid, sep = "<tool_call>\n{\"name\": ", ", \"arguments\": ", "}\n</tool_call>", "</tool_call>", "\n"
 	case "compact":
-		open, mid, close, forbid = "<call>", " ", "</call>", "</call>"
+		open, mid, close, forbid, sep = "<call>", " ", "</call>", "</call>", "\n"
 	case "llama3_json":
-		open, mid, close = "{\"name\": ", ", \"parameters\": ", "}"
+		open, mid, close, sep = "{\"name\": ", ", \"parameters\": ", "}", "; "
 	default:
 		return nil, fmt.Errorf("constrain: unknown tool-call format %q (known: %s)", format, strings.Join(toolcall.Formats, ", "))
 	}
@@ -141,5 +149,59 @@ func ToolCalls(format string, tools []toolcall.Tool) (*Grammar, error) {
 		}
 		alts = append(alts, []Part{{Text: open + name + mid}, {Value: args}, {Text: close}})
 	}
-	return NewGrammar(forbid, alts...)
+	g, err := NewGrammar(forbid, alts...)
+	if err != nil || maxCalls == 1 {
+		return g, err
+	}
+	// The calls: a repeat frame over the alternatives, which the machine
+	// copies onto itself after each call.
+	r := &repeat{calls: g.starts, sep: &litSet{s: []string{sep}}, max: maxCalls}
+	g.starts = []*stack{push(repFrame{r: r}, nil)}
+	return g, nil
+}
+
+// repeat is a sequence of one to max calls (max <= 0: any number), each
+// one of calls (stacks that end the call at nil), separated by sep.
+type repeat struct {
+	calls []*stack
+	sep   *litSet
+	max   int
+}
+
+// repFrame is a repeat after n calls.
+type repFrame struct {
+	r *repeat
+	n int32
+}
+
+func (f repFrame) canEnd() bool { return f.n >= 1 }
+
+func (f repFrame) rest() int {
+	if f.n >= 1 {
+		return 0
+	}
+	return minCost(f.r.calls)
+}
+
+func (f repFrame) feed(m *machine, b byte, below *stack, out []*stack) []*stack {
+	if f.r.max > 0 && int(f.n) >= f.r.max {
+		return out
+	}
+	after := push(repFrame{r: f.r, n: f.n + 1}, below)
+	for _, c := range f.r.calls {
+		st := rebase(c, after)
+		if f.n >= 1 {
+			st = push(litFrame{set: f.r.sep, hi: 1}, st)
+		}
+		out = step(m, st, b, out)
+	}
+	return out
+}
+
+// rebase copies the frames of st, which ends at nil, onto below.
+func rebase(st *stack, below *stack) *stack {
+	if st == nil {
+		return below
+	}
+	return push(st.f, rebase(st.next, below))
 }

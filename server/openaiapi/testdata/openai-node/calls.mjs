@@ -664,7 +664,8 @@ function checkToolCall(m, what) {
 
 call(21, 'tools.required', async () => {
   const r = await client.chat.completions.create({
-    model: MODEL, messages: TOOL_MSGS, tools: [WEATHER], tool_choice: 'required', max_completion_tokens: 80, seed: 21, temperature: 1,
+    model: MODEL, messages: TOOL_MSGS, tools: [WEATHER], tool_choice: 'required', parallel_tool_calls: false,
+    max_completion_tokens: 80, seed: 21, temperature: 1,
   });
   check(r.choices.length === 1, `${r.choices.length} choices`);
   const c = r.choices[0];
@@ -716,7 +717,8 @@ call(22, 'tools.named_stream', async () => {
 
 call(23, 'tools.multi_turn', async () => {
   const r = await client.chat.completions.create({
-    model: MODEL, messages: TOOL_MSGS, tools: [WEATHER], tool_choice: 'required', max_completion_tokens: 80, seed: 23,
+    model: MODEL, messages: TOOL_MSGS, tools: [WEATHER], tool_choice: 'required', parallel_tool_calls: false,
+    max_completion_tokens: 80, seed: 23,
   });
   const tc = checkToolCall(r.choices[0].message, 'call');
   const messages = [...TOOL_MSGS, r.choices[0].message, { role: 'tool', tool_call_id: tc.id, content: '{"sky": "sunny", "temp": 21}' }];
