@@ -87,8 +87,11 @@ def result(fut, proto_cls=None):
         accept = PROTO
     else:
         accept = PROTO + ", application/json"
+    # SDK 0.25.0 first allows a metadata-only answer (the result's size,
+    # to reserve memory for it), then asks for the result.
+    meta = DIALECT == "0.25.0"
     for _ in range(600):
-        status, ctype, raw = http("retrieve_future", {"request_id": fut["request_id"]}, accept=accept)
+        status, ctype, raw = http("retrieve_future", {"request_id": fut["request_id"], "allow_metadata_only": meta}, accept=accept)
         if status == 408:
             continue
         if status != 200:
@@ -105,6 +108,11 @@ def result(fut, proto_cls=None):
         out = json.loads(raw)
         if out.get("type") == "try_again":
             time.sleep(0.05)
+            continue
+        if out.get("status") == "complete_metadata":
+            if not meta:
+                fail("a metadata-only answer where it was not allowed")
+            meta = False
             continue
         if "error" in out and out.get("category"):
             fail(f"future failed: {out}")
