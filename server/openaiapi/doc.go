@@ -103,8 +103,9 @@
 //
 // tool_choice required guarantees one or more calls of the tools (one
 // with parallel_tool_calls false), a named function one call of it, whose
-// arguments the tool's schema accepts, by constrained decoding (text/constrain): the schema becomes an
-// automaton over the call's text in the format, and each sampled token is
+// arguments the tool's schema accepts, by constrained decoding
+// (text/constrain): the schema becomes an automaton over the call's text
+// in the format, and each sampled token is
 // masked to those that keep the text completable within max_tokens
 // (which must leave room for the shortest call and a stop token, else a
 // 400), on the policy's vocabulary, before temperature, top-k and top-p.
