@@ -29,6 +29,10 @@ func FuzzRequests(f *testing.F) {
 		`{"messages":[],"n":1e400}`,
 		`{"tokens":[1,2,99999999999]}`,
 		`{"prompt":[[]],"seed":-1,"temperature":"x"}`,
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":60,"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer","minimum":-3,"maximum":9}},"required":["a"]}}}],"tool_choice":"required"}`,
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":50,"stream":true,"tools":[{"type":"function","function":{"name":"g"}}],"tool_choice":{"type":"function","function":{"name":"g"}}}`,
+		`{"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"r"}],"tools":[{"type":"function","function":{"name":"f"}}],"max_tokens":4}`,
+		`{"messages":[{"role":"user","content":"hi"}],"max_tokens":30,"response_format":{"type":"json_schema","json_schema":{"name":"s","schema":{"enum":[1,"a",null]}}}}`,
 	} {
 		f.Add(uint8(i), []byte(seed))
 	}
