@@ -247,7 +247,12 @@ func (s *Server) chatChoice(ctx context.Context, c int, out output, logprobs boo
 	ch := chatChoice{Index: c, FinishReason: out.finish, StopReason: out.stopReason}
 	content, calls, err := ct.replyCalls(out.text)
 	if err != nil {
-		return ch, err
+		if _, cut := out.stopReason.(string); !cut {
+			return ch, err
+		}
+		// The request's own stop string cut the forced call: the text
+		// is the content, and stop_reason says why.
+		content, calls = out.text, nil
 	}
 	// refusal is required (null) by OpenAI's published schema; vLLM's
 	// ChatMessage has it too.

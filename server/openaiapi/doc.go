@@ -116,7 +116,9 @@
 // model/local's, embedded or Hugging Face); with another it is a 400, as
 // are a schema nothing satisfies, tool arguments that allow no object, a
 // tool_choice that names no tool, and response_format combined with a
-// forced call. The log-probs stay the policy's own (raw logits).
+// forced call. The log-probs stay the policy's own (raw logits). A stop
+// string of the request that cuts a forced call leaves its text as the
+// content, stop_reason naming the stop string.
 //
 // Streamed, a reply with calls is cut as OpenAI and vLLM stream calls: the
 // role (content ""), the content beside the calls when there is some, then

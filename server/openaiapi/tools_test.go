@@ -348,6 +348,24 @@ func TestToolChoiceForcesValidCalls(t *testing.T) {
 			}
 			t.Logf("%d replies made several calls", multi)
 
+			// A stop string of the request's own may cut a forced call:
+			// the text is then content, with the stop string as
+			// stop_reason.
+			var cut struct {
+				Choices []struct {
+					Message struct {
+						Content   *string `json:"content"`
+						ToolCalls []any   `json:"tool_calls"`
+					} `json:"message"`
+					StopReason any `json:"stop_reason"`
+				} `json:"choices"`
+			}
+			postJSON(t, ts.URL+"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}],"tools":`+mustJSON(t, goTools())+
+				`,"tool_choice":"required","stop":["{"],"seed":1,"max_tokens":100}`, &cut)
+			if ch := cut.Choices[0]; ch.StopReason == nil || len(ch.Message.ToolCalls) != 0 || ch.Message.Content == nil {
+				t.Errorf("a forced call cut by a stop string: %+v", ch)
+			}
+
 			schema := `{"type":"object","properties":{"answer":{"type":"integer","minimum":0,"maximum":99},"sure":{"type":"boolean"}},"required":["answer","sure"],"additionalProperties":false}`
 			for seed := range 6 {
 				req := openai.ChatCompletionRequest{Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "2+2?"}},
