@@ -331,6 +331,11 @@ func (s *Server) constraint(ct *chatTools, stops []int, maxTokens int) (policy.C
 	if ct.grammar == nil {
 		return nil, nil
 	}
+	if len(stops) == 0 {
+		// The constrained text ends where a stop token may come; with
+		// none, nothing could follow it.
+		return nil, badRequest("ignore_eos", "a constrained reply (tool_choice %q or response_format) needs a stop token: ignore_eos without stop_token_ids leaves none", ct.choice)
+	}
 	seq, err := ct.grammar.Start(s.constrainVocab(), stops, maxTokens)
 	if errors.Is(err, constrain.ErrBudget) {
 		param := "tool_choice"

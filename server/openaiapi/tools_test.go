@@ -408,6 +408,7 @@ func TestToolRequestErrors(t *testing.T) {
 		{ts.URL, `{` + msgs + `,"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"string","minLength":3,"maxLength":1}}}}`, `no value satisfies the schema`},
 		{ts.URL, `{` + msgs + `,"response_format":{"type":"yaml"}}`, `response_format type must be`},
 		{ts.URL, `{` + msgs + `,"tools":` + tools + `,"tool_choice":"required","response_format":{"type":"json_object"}}`, `cannot be combined`},
+		{ts.URL, `{` + msgs + `,"tools":` + tools + `,"tool_choice":"required","ignore_eos":true}`, `needs a stop token`},
 		{tsScripted.URL, `{` + msgs + `,"tools":` + tools + `,"tool_choice":"required"}`, `needs constrained decoding`},
 	} {
 		resp, err := http.Post(tt.url+"/v1/chat/completions", "application/json", strings.NewReader(tt.body))
