@@ -163,6 +163,10 @@ type ConstrainedSampler interface {
 type Request struct {
 	Prompt   []int
 	Sampling Sampling
+	// Tag names what the request belongs to for a Policy that records
+	// requests (the gateway's episode id, which the OpenAI server copies
+	// from the X-Agentrl-Episode header). Policies that sample ignore it.
+	Tag string
 }
 
 // Finish reasons.

@@ -182,7 +182,7 @@ func (s *Server) chatComplete(w http.ResponseWriter, r *http.Request) (any, erro
 		if q.Constraint, err = s.constraint(ct, sp.stops, m); err != nil {
 			return nil, err
 		}
-		reqs[c] = policy.Request{Prompt: prompt, Sampling: q}
+		reqs[c] = policy.Request{Prompt: prompt, Sampling: q, Tag: r.Header.Get(TagHeader)}
 	}
 	beginStream(w, sp)
 	samples, err := sm.batch.sample(ctx, reqs, leave)

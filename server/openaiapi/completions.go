@@ -237,7 +237,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) (any, error) {
 			q.MaxTokens = m
 			q.Seed = sp.seed + uint64(c)
 			where = append(where, len(reqs))
-			reqs = append(reqs, policy.Request{Prompt: p.ids, Sampling: q})
+			reqs = append(reqs, policy.Request{Prompt: p.ids, Sampling: q, Tag: r.Header.Get(TagHeader)})
 		}
 	}
 
