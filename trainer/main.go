@@ -3,6 +3,7 @@
 //	trainer [train] -config configs/sokoban.yaml   train a policy (the default subcommand)
 //	trainer play -env sokoban -seed 3              play an environment in the terminal
 //	trainer view runs/sokoban                      a web view of a run (curves, transcripts, collapse)
+//	trainer gateway -config configs/gateway/countdown.yaml   train an agent program through the OpenAI API
 //
 // Run `trainer help` for the list of subcommands and `trainer SUBCOMMAND -h`
 // for the flags of one.
@@ -49,6 +50,7 @@ func subcommands() []subcommand {
 		{"serve-env", "serve environments over OpenEnv's HTTP/WebSocket protocol", runServeEnv},
 		{"plot", "draw PNG curves of a run directory's metrics", runPlot},
 		{"report", "compare finished runs: arms over seeds, curves with intervals, diagnostics against success", runReport},
+		{"gateway", "train an agent program that drives the policy through the OpenAI API (see docs/gateway.md)", runGateway},
 		{"view", "a web view of run directories: curves, transcripts, collapse heatmaps, summaries (or -export FILE.html)", runView},
 	}
 }
