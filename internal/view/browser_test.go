@@ -235,12 +235,19 @@ func TestBrowser(t *testing.T) {
 	if !strings.Contains(legend, "Entropy per token is not recorded") {
 		t.Errorf("the transcript legend does not say that entropy per token is not recorded:\n%.400s", legend)
 	}
-	// The screenshot shows an episode the filter kept, with the most
-	// turns, its tokens coloured by their advantage.
+	// The screenshots show an episode the filter kept, with the most
+	// turns, its tokens coloured by their log-prob, then by their
+	// advantage.
 	if file, ep := keptEpisode(t, tdir); file != "" {
+		show(t, b, fmt.Sprintf("%s/#/transcripts?run=%s&file=%s&ep=%d", ts.URL, run, file, ep), "transcripts")
+		b.screenshot("transcripts.png", 1000, shots...)
 		show(t, b, fmt.Sprintf("%s/#/transcripts?run=%s&file=%s&ep=%d&color=advantage", ts.URL, run, file, ep), "transcripts")
+		b.must(`document.querySelectorAll('span.tok').length`, &c.Tokens)
+		if c.Tokens == 0 {
+			t.Error("a kept episode coloured by advantage shows no tokens")
+		}
 	}
-	b.screenshot("transcripts.png", 1000, shots...)
+	b.screenshot("transcripts-advantage.png", 1000, shots...)
 	// Clicking another episode shows it.
 	if want > 1 {
 		b.must(`document.querySelectorAll('li.episode')[1].click()`, nil)
