@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -78,8 +79,14 @@ func TestServeEnvAndPlayAgainstIt(t *testing.T) {
 func TestServeEnvAll(t *testing.T) {
 	urls, stop := startServeEnv(t, "-env", "all", "-max-sessions", "4")
 	defer stop()
-	if len(urls) != 6 {
-		t.Fatalf("serving %v, want the 6 bundled environments", urls)
+	bundled := []string{"2048", "alfworld", "bandit", "codeexec", "countdown", "frozenlake", "search", "sokoban", "sudoku", "webshop"}
+	if len(urls) != len(bundled) {
+		t.Fatalf("serving %v, want the %d bundled environments %v", urls, len(bundled), bundled)
+	}
+	for _, name := range bundled {
+		if !slices.ContainsFunc(urls, func(u string) bool { return strings.HasSuffix(u, "/"+name) }) {
+			t.Errorf("serving %v: no URL for %q", urls, name)
+		}
 	}
 	for _, u := range urls {
 		resp, err := http.Get(u + "/metadata")

@@ -14,6 +14,7 @@ import (
 	_ "github.com/agentrl/agentrl/envs/countdown"  // "countdown"
 	_ "github.com/agentrl/agentrl/envs/frozenlake" // "frozenlake"
 	_ "github.com/agentrl/agentrl/envs/game2048"   // "2048"
+	_ "github.com/agentrl/agentrl/envs/search"     // "search"
 	_ "github.com/agentrl/agentrl/envs/sokoban"    // "sokoban"
 	_ "github.com/agentrl/agentrl/envs/sudoku"     // "sudoku"
 	_ "github.com/agentrl/agentrl/envs/webshop"    // "webshop"
