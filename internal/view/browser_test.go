@@ -214,18 +214,30 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 
-	// Transcripts: the last file's episodes, tokens coloured by log-prob.
+	// Transcripts: the last training file's episodes (the page's first),
+	// tokens coloured by log-prob.
 	tdir := filepath.Join(run, transcripts)
-	last := lastFile(t, tdir, regexp.MustCompile(`^[a-z]+-step\d+\.txt$`))
+	last := lastFile(t, tdir, regexp.MustCompile(`^train-step\d+\.txt$`))
 	text, err := os.ReadFile(filepath.Join(tdir, last))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := bytes.Count(text, []byte("=== group "))
+	invalid := 0 // episodes with a reply that took no valid action
+	for _, ep := range strings.Split(string(text), "=== group ")[1:] {
+		if regexp.MustCompile(`(?m)^No valid action`).MatchString(ep) {
+			invalid++
+		}
+	}
 	c, took = show(t, b, ts.URL+"/#/transcripts?run="+run, "transcripts")
-	t.Logf("transcripts: %+v in %v", c, took.Round(time.Millisecond))
+	t.Logf("transcripts: %+v in %v; %d of %d episodes with an invalid action", c, took.Round(time.Millisecond), invalid, want)
 	if c.Episodes != want {
 		t.Errorf("transcripts: %d episodes listed, %s has %d", c.Episodes, last, want)
+	}
+	var badges int
+	b.must(`document.querySelectorAll('li.episode .badge.invalid').length`, &badges)
+	if badges != invalid {
+		t.Errorf("transcripts: %d episodes marked invalid, %s has %d", badges, last, invalid)
 	}
 	if c.Tokens == 0 || c.Coloured == 0 {
 		t.Errorf("transcripts: %d tokens, %d coloured", c.Tokens, c.Coloured)
@@ -234,6 +246,12 @@ func TestBrowser(t *testing.T) {
 	b.must(`document.querySelector('.episode-view').innerText`, &legend)
 	if !strings.Contains(legend, "Entropy per token is not recorded") {
 		t.Errorf("the transcript legend does not say that entropy per token is not recorded:\n%.400s", legend)
+	}
+	if c, _ := show(t, b, ts.URL+"/#/transcripts?valid=invalid&run="+run, "transcripts"); c.Episodes != invalid {
+		t.Errorf("transcripts with some invalid action: %d listed, want %d", c.Episodes, invalid)
+	}
+	if c, _ := show(t, b, ts.URL+"/#/transcripts?valid=valid&run="+run, "transcripts"); c.Episodes != want-invalid {
+		t.Errorf("transcripts with only valid actions: %d listed, want %d", c.Episodes, want-invalid)
 	}
 	// The screenshots show an episode the filter kept, with the most
 	// turns, its tokens coloured by their log-prob, then by their

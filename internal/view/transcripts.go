@@ -42,6 +42,10 @@ var (
 	headerRE     = regexp.MustCompile(`^=== group (\d+) sample (\d+) seed (\d+): score (\S+) success (true|false) actions (\d+) policy (.*?) version (\d+)(?: error: (.*))?$`)
 	roleRE       = regexp.MustCompile(`^--- (system|user|assistant|tool)$`)
 	rewardRE     = regexp.MustCompile(`^Reward:\s+(\S+)`)
+	// invalidRE finds the warning a prompt opens with after a reply
+	// that took no valid action (package rollout's, in either prompt
+	// style).
+	invalidRE = regexp.MustCompile(`(?m)^No valid action`)
 )
 
 // listTranscripts lists a run's transcript files and collapse readings,
@@ -114,6 +118,9 @@ type Turn struct {
 	// (RewardFromScore); absent when unknown.
 	Reward          *float64 `json:"reward,omitempty"`
 	RewardFromScore bool     `json:"reward_from_score,omitempty"`
+	// Invalid says the environment took no valid action from the reply,
+	// as the next prompt reports (unknown for the last turn).
+	Invalid bool `json:"invalid,omitempty"`
 	// PromptTokens counts the ids the turn's prompt added (its whole
 	// window, under a history window).
 	PromptTokens int `json:"prompt_tokens"`
@@ -145,6 +152,8 @@ type Episode struct {
 	// token file).
 	Kept  *bool `json:"kept,omitempty"`
 	Drift *int  `json:"rerender_drift,omitempty"`
+	// InvalidTurns counts the turns whose reply took no valid action.
+	InvalidTurns int `json:"invalid_turns"`
 
 	Messages []Message `json:"messages"`
 	Turns    []Turn    `json:"turns"`
@@ -224,6 +233,10 @@ func messageTurns(ep *Episode) []Turn {
 		}
 		t := Turn{Message: i}
 		if i+1 < len(ep.Messages) && ep.Messages[i+1].Role == "user" {
+			if invalidRE.MatchString(ep.Messages[i+1].Content) {
+				t.Invalid = true
+				ep.InvalidTurns++
+			}
 			if m := rewardRE.FindStringSubmatch(ep.Messages[i+1].Content); m != nil {
 				if v, err := strconv.ParseFloat(m[1], 64); err == nil {
 					t.Reward = &v

@@ -491,3 +491,32 @@ func TestEvents(t *testing.T) {
 		t.Error("the stream outlived Close")
 	}
 }
+
+func TestInvalidTurns(t *testing.T) {
+	// The warnings of package rollout's two prompt styles, after the
+	// first reply; the second reply's validity is not known.
+	text := "=== group 0 sample 1 seed 7: score -0.30 success false actions 1 policy p version 3\n" +
+		"--- user\nTurn 1, 3 actions left.\n--- assistant\n<answer>Jump</answer>\n" +
+		"--- user\nReward: -0.1\nNo valid action.\nTurn 2, 3 actions left.\n--- assistant\n<answer>Up</answer>\n\n" +
+		"=== group 0 sample 2 seed 7: score 1.00 success true actions 2 policy p version 3\n" +
+		"--- user\n\nTurn 1:\nState:\n#P#\n--- assistant\n<answer>Fly</answer>\n" +
+		"--- user\nReward:\n0\n\nTurn 2:\nState:\n#P#\nNo valid action provided previously. Environment state remains the same. Please try again.\n" +
+		"--- assistant\n<answer>Up</answer>\n" +
+		"--- user\nReward:\n1\n\nTurn 3:\nState:\n#_#\n--- assistant\n<answer>Up</answer>\n"
+	eps := parseTranscript([]byte(text))
+	if len(eps) != 2 {
+		t.Fatalf("%d episodes", len(eps))
+	}
+	for i, want := range [][]bool{{true, false}, {true, false, false}} {
+		var got []bool
+		for _, turn := range eps[i].Turns {
+			got = append(got, turn.Invalid)
+		}
+		if !slices.Equal(got, want) || eps[i].InvalidTurns != 1 {
+			t.Errorf("episode %d: invalid turns %v (%d), want %v", i, got, eps[i].InvalidTurns, want)
+		}
+	}
+	if r := eps[1].Turns[1].Reward; r == nil || *r != 1 {
+		t.Errorf("second reply's reward %v, want 1", r)
+	}
+}

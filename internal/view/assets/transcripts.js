@@ -51,6 +51,7 @@ V.pages.transcripts = async function (main, params) {
     group: params.group || '',
     outcome: params.outcome || 'all',
     kept: params.kept || 'all',
+    valid: params.valid || 'all',
     sort: params.sort || 'index',
     color: signals[params.color] ? params.color : 'logprob',
     q: params.q || '',
@@ -61,7 +62,7 @@ V.pages.transcripts = async function (main, params) {
   let file = files.find((f) => fileId(f) === st.file) || (train.length ? train[train.length - 1] : files[files.length - 1]);
   const save = () => V.setParams({ run: st.run, label: st.label === 'all' ? null : st.label, file: file ? fileId(file) : null, ep: st.ep,
     group: st.group, outcome: st.outcome === 'all' ? null : st.outcome, kept: st.kept === 'all' ? null : st.kept,
-    sort: st.sort === 'index' ? null : st.sort, color: st.color === 'logprob' ? null : st.color, q: st.q || null });
+    valid: st.valid === 'all' ? null : st.valid, sort: st.sort === 'index' ? null : st.sort, color: st.color === 'logprob' ? null : st.color, q: st.q || null });
   const go = (changes) => V.go('transcripts', Object.assign({ run: st.run, label: st.label === 'all' ? null : st.label, file: file ? fileId(file) : null,
     color: st.color === 'logprob' ? null : st.color }, changes));
 
@@ -77,7 +78,8 @@ V.pages.transcripts = async function (main, params) {
   const shown = data.episodes.filter((e) =>
     (st.group === '' || String(e.group) === st.group) &&
     (st.outcome === 'all' || (st.outcome === 'success') === e.success) &&
-    (st.kept === 'all' || (st.kept === 'kept') === !!e.kept));
+    (st.kept === 'all' || (st.kept === 'kept') === !!e.kept) &&
+    (st.valid === 'all' || (st.valid === 'valid') === !e.invalid_turns));
   if (st.sort === 'score-desc') shown.sort((a, b) => b.score - a.score);
   if (st.sort === 'score-asc') shown.sort((a, b) => a.score - b.score);
   if (st.ep === null || !shown.some((e) => e.index === st.ep)) st.ep = shown.length ? shown[0].index : null;
@@ -92,6 +94,7 @@ V.pages.transcripts = async function (main, params) {
     V.h('label', null, 'group', V.select([['', 'all'], ...groups.map((g) => [String(g), String(g)])], st.group, (v) => { st.group = v; st.ep = null; redraw(); })),
     V.h('label', null, 'outcome', V.select([['all', 'all'], ['success', 'success'], ['failure', 'failure']], st.outcome, (v) => { st.outcome = v; st.ep = null; redraw(); })),
     V.h('label', null, 'filter', V.select([['all', 'all'], ['kept', 'kept'], ['dropped', 'dropped']], st.kept, (v) => { st.kept = v; st.ep = null; redraw(); })),
+    V.h('label', null, 'actions', V.select([['all', 'all'], ['valid', 'all valid'], ['invalid', 'some invalid']], st.valid, (v) => { st.valid = v; st.ep = null; redraw(); })),
     V.h('label', null, 'sort', V.select([['index', 'as sampled'], ['score-desc', 'reward ↓'], ['score-asc', 'reward ↑']], st.sort, (v) => { st.sort = v; redraw(); })),
     V.h('label', null, 'colour by', V.select(Object.entries(signals).map(([k, s]) => [k, s.label]), st.color, (v) => { st.color = v; redraw(); })),
     V.h('input', { type: 'search', placeholder: 'search all transcripts…', value: st.q, size: 24, class: 'search',
@@ -110,6 +113,7 @@ V.pages.transcripts = async function (main, params) {
   V.h('span', { class: e.success ? 'ok' : 'bad' }, e.success ? '✓' : '✗'),
   `g${e.group} s${e.sample}`,
   e.kept === undefined || file.label !== 'train' ? null : V.h('span', { class: 'badge' }, e.kept ? 'kept' : 'dropped'),
+  e.invalid_turns ? V.h('span', { class: 'badge invalid', title: 'replies that took no valid action' }, `${e.invalid_turns} invalid`) : null,
   V.h('span', { class: 'score' }, e.score.toFixed(2)))));
 
   V.onChange = async () => {
@@ -177,6 +181,7 @@ function episodeView(ep, data, list, colorBy) {
       V.h('div', { class: 'turn-head' }, V.h('span', { class: 'role' }, `assistant · turn ${k + 1}`),
         t.reward === undefined ? null : V.h('span', { class: 'reward', title: t.reward_from_score ? 'the episode\'s score less the rewards before this turn' : 'as the next prompt reports it' },
           `reward ${V.fmt(t.reward)}${t.reward_from_score ? ' (score − earlier rewards)' : ''}`),
+        t.invalid ? V.h('span', { class: 'invalid', title: 'the next prompt says the environment took no valid action from this reply' }, 'no valid action') : null,
         V.h('span', null, `${t.ids ? t.ids.length : 0} reply tokens after a prompt of ${t.prompt_tokens}`)),
       V.h('div', { class: 'reply' }, replyTokens(t, m.content, sig, scale)));
   });
