@@ -14,7 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-func TestEMA(t *testing.T) {
+func TestPlotSmoothingEMA(t *testing.T) {
 	got := EMA([]float64{2, 4, math.NaN(), 8}, 0.5)
 	// Debiased: the weighted means of the points so far, weights 0.5^age.
 	want := []float64{2, (0.5*2 + 4) / 1.5, math.NaN(), (0.25*2 + 0.5*4 + 8) / 1.75}
@@ -28,7 +28,7 @@ func TestEMA(t *testing.T) {
 	}
 }
 
-func TestSaveWithLegend(t *testing.T) {
+func TestPlotLegendOutsideData(t *testing.T) {
 	p := plot.New()
 	leg := plot.NewLegend()
 	for i := range 3 {

@@ -24,8 +24,8 @@ import (
 )
 
 var (
-	viewRuns    = flag.String("view-runs", "", "TestBrowser: view these run directories (comma-separated patterns) instead of training two tiny runs")
-	screenshots = flag.String("screenshots", "", "TestBrowser: also save the screenshots in this directory (the docs' are made with -screenshots ../../docs/viewer)")
+	viewRuns    = flag.String("view-runs", "", "TestViewInBrowser: view these run directories (comma-separated patterns) instead of training two tiny runs")
+	screenshots = flag.String("screenshots", "", "TestViewInBrowser: also save the screenshots in this directory (the docs' are made with -screenshots ../../docs/viewer)")
 )
 
 // tinyRuns trains two tiny Sokoban runs that differ only in their seed
@@ -142,13 +142,13 @@ func keptEpisode(t *testing.T, dir string) (string, int) {
 	return file, index
 }
 
-// TestBrowser loads the view of real runs in headless Chromium, served
+// TestViewInBrowser loads the view of real runs in headless Chromium, served
 // and exported, and checks what it draws: curves with a seed band and
 // validation intervals, the collapse alarm's regimes, the listed
 // transcripts with coloured tokens, the heatmap of a collapse reading, the
 // summary; a run that writes a new row updates the open page. It saves a
 // screenshot of each page.
-func TestBrowser(t *testing.T) {
+func TestViewInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains two tiny runs and drives Chromium")
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-var loadTimes = flag.Bool("load-times", false, "TestLoadTimes: measure how long a 400-step run and a 50-run study take to load, in the server and in Chromium")
+var loadTimes = flag.Bool("load-times", false, "TestViewLoadTimes: measure how long a 400-step run and a 50-run study take to load, in the server and in Chromium")
 
 // studyDir writes a synthetic study: arms × seeds runs of steps steps,
 // each row as wide as a real run's (about 140 metrics), with transcripts
@@ -51,12 +51,12 @@ func timeGet(t testing.TB, h http.Handler, url string) time.Duration {
 	return time.Since(start)
 }
 
-// TestLoadTimes measures (with -load-times) a 400-step run and a study of
+// TestViewLoadTimes measures (with -load-times) a 400-step run and a study of
 // 10 arms × 5 seeds of 400 steps: the server's first and later replies,
 // and the time Chromium takes to draw the Curves page of each.
-func TestLoadTimes(t *testing.T) {
+func TestViewLoadTimes(t *testing.T) {
 	if !*loadTimes {
-		t.Skip("a measurement: go test ./internal/view -run TestLoadTimes -load-times -v")
+		t.Skip("a measurement: go test ./internal/view -run TestViewLoadTimes -v -args -load-times")
 	}
 	start := time.Now()
 	dir := studyDir(t, 10, 5, 400)
