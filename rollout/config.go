@@ -156,8 +156,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("tool_format: must be \"\" (the chat template's) or %q, got %q", ToolsCompact, c.ToolFormat)
 	case c.ToolFormat != "" && !c.Tools:
 		return errors.New("tool_format: set without tools: true")
-	case c.Tools && c.HistoryWindow > 0:
-		return errors.New("history_window: not supported with tools (a window would cut tool messages from their calls)")
+	case c.Tools && c.HistoryWindow > 0 && c.ToolFormat != ToolsCompact:
+		return errors.New("history_window: with tools, needs tool_format: compact (a window would cut a template's tool messages from their calls; compact results are user messages)")
 	}
 	return nil
 }

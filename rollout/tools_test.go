@@ -282,6 +282,10 @@ func TestToolsNeedAToolUser(t *testing.T) {
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "tool_format") {
 		t.Errorf("tool_format hermes: %v", err)
 	}
+	bad.ToolFormat, bad.HistoryWindow = "", 1
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "compact") {
+		t.Errorf("history_window with template tools: %v", err)
+	}
 }
 
 // TestToolDemonstrations: the expert's demonstrations, the random baseline
@@ -327,5 +331,31 @@ func TestToolDemonstrations(t *testing.T) {
 		if !reflect.DeepEqual(chat[i].Messages, tok[i].Messages) || chat[i].Score != tok[i].Score || !chat[i].Success {
 			t.Errorf("seed %d: chat and token engines differ:\n%+v\n%+v", seeds[i], chat[i].Messages, tok[i].Messages)
 		}
+	}
+}
+
+// TestToolsCompactWithAHistoryWindow: in the compact form, call results
+// are user messages, so a history window keeps the prefix and the last
+// turns: each reply is sampled after the results of the calls before it.
+func TestToolsCompactWithAHistoryWindow(t *testing.T) {
+	cfg := toolConfig()
+	cfg.ToolFormat, cfg.HistoryWindow = ToolsCompact, 1
+	var prompts []string
+	p := &policytest.Scripted{Reply: func(prompt string, _ uint64) string {
+		prompts = append(prompts, prompt)
+		return "go</think>" + moves("compact", "Right")
+	}}
+	trajs, err := toolEngine(t, cfg, p).Run(context.Background(), []uint64{2}, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := trajs[0]
+	if tr.Err != "" || !tr.Success || tr.Actions != 4 {
+		t.Fatalf("err %q success %v actions %d", tr.Err, tr.Success, tr.Actions)
+	}
+	checkTokenExact(t, p, tr, nil)
+	last := prompts[len(prompts)-1]
+	if !strings.Contains(last, "Result of move:\nat 3, goal 4") || strings.Contains(last, "at 1, goal 4") || !strings.Contains(last, "move: Take one step.") {
+		t.Errorf("the last prompt is not the prefix and the last turn:\n%s", last)
 	}
 }
