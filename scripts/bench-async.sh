@@ -8,9 +8,13 @@
 # by scripts/tinyhf) served by `trainer serve` in its own process, pinned to
 # CPU 1 with GOMAXPROCS=1; the trainer (the learner, LoRA rank 16) is pinned
 # to CPU 0 with GOMAXPROCS=1: sampling and learning get a core each. Each
-# round trains configs/sokoban-vllm.yaml for STEPS steps (default 12) at
-# each staleness, in turn; the table gives each staleness's median steps
-# per hour and its ratio to the in-line loop's. The model is untrained, so
+# round trains configs/sokoban-vllm.yaml, cut down so that a step takes
+# seconds on one core (4 levels x 4 samples, 2 turns, replies of at most
+# 48 tokens), for STEPS steps (default 12) at each staleness, in turn; the
+# table gives each staleness's median steps per hour and its ratio to the
+# in-line loop's. Extra -set flags for every run can be given in
+# BENCH_SETS (e.g. BENCH_SETS="-set run.group_size=8 -set filter.strategy=top_k
+# -set filter.value=0.25" makes sampling a larger share of the step). The model is untrained, so
 # every group is kept (filter.value 1, include_zero): the learner does a
 # full update every step, as it would on a model that learns. Needs
 # taskset (util-linux) and at least 2 CPUs.
@@ -34,6 +38,7 @@ run() { # run STALENESS ROUND: prints the steps' wall time in seconds (start-up 
   GOMAXPROCS=1 taskset -c 0 "$work/trainer" train -config configs/sokoban-vllm.yaml -out "$out/run" \
     -set "model.init=$work/model" -set "server.url=http://127.0.0.1:$port" -set "server.adapter_dir=$out/adapters" \
     -set run.steps="$steps" -set rollout.staleness="$k" -set filter.value=1 -set filter.include_zero=true \
+    -set run.groups=4 -set run.group_size=4 -set rollout.max_turns=2 -set rollout.sampling.max_tokens=48 ${BENCH_SETS:-} \
     -set validation.every=0 -set collapse.every=0 -set checkpoint.every=0 -set run.transcripts_every=0 \
     >"$out/train.log" 2>&1 || { echo "k=$k round $r failed: $out/train.log" >&2; kill $server; exit 1; }
   kill $server; wait $server 2>/dev/null || true
