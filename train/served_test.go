@@ -737,12 +737,12 @@ func TestRealChatTemplatesTrainMultiTurn(t *testing.T) {
 				sets := servedSets(src.Path, "rollout.max_turns=3", "rollout.history_window="+window, "algo.recompute_old_log_prob=true",
 					"validation.every=0", "collapse.every=0")
 				inProc := filepath.Join(dir, "inproc"+window)
-				if _, err := runCaptured(t, traintest.TinyConfig(t, inProc, 2, sets...), nil); err != nil {
+				if _, err := runCaptured(t, traintest.TinyConfig(t, inProc, 3, sets...), nil); err != nil {
 					t.Fatalf("window %s, in process: %v", window, err)
 				}
 				out := filepath.Join(dir, "served"+window)
 				ls := startHFServer(t, src.Path, filepath.Join(out, "adapters"))
-				if _, err := runCaptured(t, traintest.TinyConfig(t, out, 2, append(sets, "server.url="+ls.ts.URL)...), ls); err != nil {
+				if _, err := runCaptured(t, traintest.TinyConfig(t, out, 3, append(sets, "server.url="+ls.ts.URL)...), ls); err != nil {
 					t.Fatalf("window %s, served: %v", window, err)
 				}
 				a, err := train.ReadMetrics(inProc)
