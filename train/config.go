@@ -474,7 +474,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf(format, args...))
 		}
 	}
-	check(c.Run.Steps >= 0 && c.Run.Steps < maxSeedStep, "run.steps: must be >= 0 and below %d, got %d", maxSeedStep, c.Run.Steps)
+	check(c.Run.Steps >= 0 && int64(c.Run.Steps) < maxSeedStep, "run.steps: must be >= 0 and below %d, got %d", int64(maxSeedStep), c.Run.Steps)
 	check(c.Learner == "" || c.Learner == LearnerTinker || !c.Tinker.Enabled(),
 		"learner: %q does not run on a Tinker server; tinker.url applies to the tinker learner", c.Learner)
 	errs = append(errs, finiteFloats(reflect.ValueOf(*c), "")...)

@@ -35,8 +35,9 @@ const (
 	maxFracDigits = 20
 	maxExpDigits  = 2
 	// maxCost caps the costs the automaton computes, so that sums of
-	// absurd minItems and minLength do not overflow.
-	maxCost = 1 << 40
+	// absurd minItems and minLength do not overflow: 2^40 where int has
+	// 64 bits, 2^24 where it has 32.
+	maxCost = 1 << (strconv.IntSize/2 + 8)
 )
 
 // ErrUnsatisfiable is wrapped by Compile's error for a schema that no value
