@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentrl/agentrl/internal/httpapi"
+
 	"github.com/agentrl/agentrl/policy"
 	"github.com/agentrl/agentrl/server/openaiapi"
 )
@@ -468,7 +470,7 @@ func (g *Gateway) handleReward(w http.ResponseWriter, r *http.Request) {
 		Reward  *float64 `json:"reward"`
 		Success *bool    `json:"success"`
 	}
-	if err := readJSON(r, &body); err != nil {
+	if err := readJSON(w, r, &body); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -508,7 +510,7 @@ func (g *Gateway) handleAnswer(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Answer *string `json:"answer"`
 	}
-	if err := readJSON(r, &body); err != nil {
+	if err := readJSON(w, r, &body); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -546,7 +548,7 @@ func (g *Gateway) handleFail(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		Error string `json:"error"`
 	}
-	if err := readJSON(r, &body); err != nil {
+	if err := readJSON(w, r, &body); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -642,27 +644,21 @@ func (g *Gateway) serveAPI(w http.ResponseWriter, r *http.Request) {
 	g.api.ServeHTTP(w, r)
 }
 
-func readJSON(r *http.Request, v any) error {
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+// readJSON decodes a body of at most maxBody bytes into v; an empty body
+// leaves v as it is.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	data, err := httpapi.ReadBody(w, r, maxBody)
 	if err != nil {
 		return fmt.Errorf("reading the body: %w", err)
 	}
-	if len(data) > maxBody {
-		return fmt.Errorf("body over %d bytes", maxBody)
-	}
 	if len(bytes.TrimSpace(data)) == 0 {
-		data = []byte("{}")
+		return nil
 	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("body: %w", err)
-	}
-	return nil
+	return httpapi.DecodeJSON(data, v)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_ = httpapi.WriteJSON(w, status, v)
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

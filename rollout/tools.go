@@ -98,15 +98,13 @@ func (m *toolMode) readCalls(cfg *Config, ep *episode, turn int, reply string) (
 	for i, c := range calls {
 		pc := &pending[i]
 		pc.call = policy.ToolCall{ID: fmt.Sprintf("call_%d_%d", turn, i+1), Call: c}
-		switch {
-		case i >= cfg.MaxActionsPerTurn:
+		if i >= cfg.MaxActionsPerTurn {
 			p.Extra++
 			pc.err = fmt.Errorf("not run: at most %d calls per turn", cfg.MaxActionsPerTurn)
 			pc.result = pc.err.Error()
 			continue
-		case toolcall.Check(ep.tools, c) != nil:
-			pc.err = toolcall.Check(ep.tools, c)
-		default:
+		}
+		if pc.err = toolcall.Check(ep.tools, c); pc.err == nil {
 			pc.action, pc.err = ep.toolUser.ActionOf(c)
 		}
 		if pc.err != nil {
